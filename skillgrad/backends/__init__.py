@@ -1,0 +1,1 @@
+"""Backends: one module per vendor/runtime; nothing outside this package knows a vendor."""

@@ -1,0 +1,86 @@
+"""Backend name -> module, the roles it serves, and whether it is usable here.
+
+Each backend module exposes:
+- `availability(cfg) -> tuple[bool, str]`: usable here?, and the reason when not (missing package,
+  CLI not found, no credentials). Must not make network calls.
+- `create_chat(cfg, role) -> ChatModel` for backends serving the optimizer role (and chat targets).
+- `create_agent(cfg) -> Agent` for agent harnesses (claude_code_exec). Chat backends used as a
+  target are wrapped in `ChatAgent` here, so the trainer only ever sees the two protocols.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+from skillgrad.backends.base import Agent, ChatModel, Role
+from skillgrad.config import Config
+from skillgrad.errors import UserError
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    name: str
+    module: str
+    roles: tuple[Role, ...]
+    harness: bool  # True: a real agent harness (tools, workspace); False: a chat model
+    extra: str  # pip extra that installs its dependencies
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+
+BACKENDS: dict[str, BackendSpec] = {
+    spec.name: spec
+    for spec in (
+        BackendSpec("openai_chat", "skillgrad.backends.openai_compat", ("optimizer", "target"), False, "openai"),
+        BackendSpec("anthropic_chat", "skillgrad.backends.anthropic_api", ("optimizer", "target"), False, "anthropic"),
+        BackendSpec("claude_code_exec", "skillgrad.backends.claude_code", ("optimizer", "target"), True, "claude"),
+        BackendSpec("local", "skillgrad.backends.local", ("optimizer", "target"), False, "local"),
+    )
+}
+
+
+def spec_for(name: str) -> BackendSpec:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise UserError(f"unknown backend {name!r}; allowed values: {', '.join(BACKENDS)}") from None
+
+
+def availability(cfg: Config, name: str) -> tuple[bool, str]:
+    spec = spec_for(name)
+    try:
+        module = spec.load()
+    except ImportError as exc:
+        return False, f"{exc.name or exc} is not installed: pip install 'skillgrad[{spec.extra}]'"
+    ok, reason = module.availability(cfg)
+    return bool(ok), str(reason)
+
+
+def _usable_module(cfg: Config, name: str, role: Role) -> ModuleType:
+    spec = spec_for(name)
+    ok, reason = availability(cfg, name)
+    if not ok:
+        raise UserError(f"backend {name!r} ({role} role) is not usable here: {reason}")
+    return spec.load()
+
+
+def make_chat(cfg: Config, role: Role) -> ChatModel:
+    """The optimizer role's ChatModel (role='optimizer'), or a chat target's model."""
+    name = cfg.model.backend_for(role)
+    chat: ChatModel = _usable_module(cfg, name, role).create_chat(cfg, role)
+    return chat
+
+
+def make_agent(cfg: Config) -> Agent:
+    """The target role as an Agent: a harness directly, a chat backend through ChatAgent."""
+    name = cfg.model.backend_for("target")
+    spec = spec_for(name)
+    if spec.harness:
+        agent: Agent = _usable_module(cfg, name, "target").create_agent(cfg)
+        return agent
+    from skillgrad.backends.chat_agent import ChatAgent
+
+    return ChatAgent(make_chat(cfg, "target"), effort=cfg.model.effort_for("target"))

@@ -1,0 +1,83 @@
+"""Structured (JSON-schema) output shared by every ChatModel backend.
+
+Backends that have native structured output (json_schema response formats, grammar-constrained
+decoding, Claude Code's --json-schema) still pass the reply through `parse_structured`, so every
+backend returns the same schema-valid `data` or raises the same `StructuredOutputError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+
+from skillgrad.backends.base import Message, Reply, Usage
+from skillgrad.errors import StructuredOutputError
+from skillgrad.templates import render
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def _candidates(text: str) -> list[str]:
+    """Plausible JSON substrings, most specific first: whole text, fenced blocks, outer braces."""
+    out = [text.strip()]
+    out += [m.group(1).strip() for m in _FENCE.finditer(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        out.append(text[start : end + 1])
+    return out
+
+
+def parse_structured(text: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Return the schema-valid object in `text`, or raise ValueError saying what is wrong."""
+    last_error = "no JSON object found in the reply"
+    for candidate in _candidates(text):
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError as exc:
+            last_error = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            continue
+        if not isinstance(data, dict):
+            last_error = "the reply is JSON but not an object"
+            continue
+        try:
+            jsonschema.validate(data, schema)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+            last_error = f"JSON does not match the schema at {where}: {exc.message}"
+            continue
+        return data
+    raise ValueError(last_error)
+
+
+def complete_structured(
+    call: Callable[[list[Message]], tuple[str, Usage]],
+    messages: list[Message],
+    schema: dict[str, Any],
+    *,
+    backend: str,
+    stage: str,
+    retries: int,
+) -> Reply:
+    """Call the model until its reply parses against `schema`; at most `retries` re-asks.
+
+    `call` does one (transport-retried) request and returns (text, usage). Each re-ask shows the
+    model its own reply and the reason it was refused. Usage of every attempt is summed.
+    """
+    usage = Usage()
+    convo = list(messages)
+    text = ""
+    reason = ""
+    for _ in range(retries + 1):
+        text, used = call(convo)
+        usage = usage + used
+        try:
+            return Reply(text=text, data=parse_structured(text, schema), usage=usage)
+        except ValueError as exc:
+            reason = str(exc)
+        fix = render("skillgrad.backends", "json_retry", reason=reason, schema=json.dumps(schema))
+        convo = [*messages, Message("assistant", text or "(empty reply)"), Message("user", fix)]
+    raise StructuredOutputError(backend, stage, text, reason)

@@ -1,0 +1,1 @@
+"""Benchmarks: the Benchmark protocol, built-ins, and user JSONL benchmarks."""

@@ -1,0 +1,266 @@
+"""Typed config: YAML file + `--set key.path=value` overrides + role resolution.
+
+Role precedence (DESIGN.md): CLI role flag > config role key > CLI --backend > config
+model.backend > built-in default. After `load_config`, `model.optimizer_backend` and
+`model.target_backend` are always concrete backend names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from skillgrad.errors import UserError
+
+BackendName = Literal["openai_chat", "anthropic_chat", "claude_code_exec", "local"]
+BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
+DEFAULT_BACKEND: BackendName = "local"
+Effort = Literal["low", "medium", "high"]
+Schedule = Literal["constant", "linear", "cosine"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class BenchmarkConfig(_Section):
+    name: str = "qa"
+    data: str | None = None
+    scorer: str | None = None  # custom JSONL benchmarks: exact | f1 | numeric | contains | regex | module:fn
+    train_size: int = Field(40, ge=0)
+    val_size: int = Field(20, ge=1)
+    test_size: int = Field(0, ge=0)
+    seed: int = 0
+    options: dict[str, Any] = Field(default_factory=dict)  # benchmark-specific settings
+
+
+class SkillConfig(_Section):
+    init: str | None = None
+    name: str = "task-skill"  # the skill's name (Claude Code: .claude/skills/<name>/SKILL.md)
+
+
+class ModelConfig(_Section):
+    backend: BackendName = DEFAULT_BACKEND
+    optimizer_backend: BackendName | None = None
+    target_backend: BackendName | None = None
+    optimizer_model: str | None = None
+    target_model: str | None = None
+    reasoning_effort: Effort | None = "medium"
+    optimizer_reasoning_effort: Effort | None = None
+    target_reasoning_effort: Effort | None = None
+    base_url: str | None = None
+    optimizer_base_url: str | None = None
+    target_base_url: str | None = None
+    api_key: SecretStr | None = None
+    optimizer_api_key: SecretStr | None = None
+    target_api_key: SecretStr | None = None
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_output_tokens: int = Field(1024, ge=16)
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    json_retries: int = Field(2, ge=0)
+    claude_trace_to_optimizer: bool = True
+    claude_code_cli_path: str | None = None
+    claude_code_allowed_tools: list[str] = Field(
+        default_factory=lambda: ["Read", "Glob", "Grep", "Bash", "Write", "Edit"]
+    )
+    claude_code_permission_mode: Literal["default", "acceptEdits", "bypassPermissions", "dontAsk"] = "default"
+    claude_code_max_turns: int = Field(20, ge=1)
+    claude_code_timeout_s: float = Field(600.0, gt=0)
+    local_model: str | None = None
+    local_threads: int = Field(1, ge=1)
+    local_ctx: int = Field(4096, ge=512)
+
+    def backend_for(self, role: str) -> BackendName:
+        value = self.optimizer_backend if role == "optimizer" else self.target_backend
+        return value or self.backend
+
+    def model_for(self, role: str) -> str | None:
+        return self.optimizer_model if role == "optimizer" else self.target_model
+
+    def effort_for(self, role: str) -> Effort | None:
+        value = self.optimizer_reasoning_effort if role == "optimizer" else self.target_reasoning_effort
+        return value or self.reasoning_effort
+
+    def base_url_for(self, role: str) -> str | None:
+        value = self.optimizer_base_url if role == "optimizer" else self.target_base_url
+        return value or self.base_url
+
+    def api_key_for(self, role: str) -> str | None:
+        value = self.optimizer_api_key if role == "optimizer" else self.target_api_key
+        secret = value or self.api_key
+        return secret.get_secret_value() if secret else None
+
+
+class TraceConfig(_Section):
+    tool_result_chars: int = Field(200, ge=20)
+    step_chars: int = Field(500, ge=20)
+    total_chars: int = Field(4000, ge=200)
+
+
+class TrainConfig(_Section):
+    epochs: int = Field(2, ge=1)
+    batch_size: int = Field(8, ge=1)
+    minibatch_size: int = Field(4, ge=1)
+    concurrency: int = Field(8, ge=1)
+    seed: int = 0
+
+
+class OptimizerConfig(_Section):
+    learning_rate: int = Field(4, ge=1)  # max edits applied per step
+    min_learning_rate: int = Field(2, ge=1)
+    lr_schedule: Schedule = "cosine"
+    gate: Literal["strict"] = "strict"
+    merge: Literal["union"] = "union"
+    rank: Literal["support"] = "support"
+    show_rejected: bool = True  # feed the epoch's rejected edits back to later analysts
+    max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
+
+
+class BudgetConfig(_Section):
+    max_usd: float | None = Field(None, gt=0)
+    max_tokens: int | None = Field(None, gt=0)
+    max_calls: int | None = Field(None, gt=0)
+
+
+class TrackingConfig(_Section):
+    mlflow: bool = False
+    mlflow_uri: str | None = None
+
+
+class Config(_Section):
+    benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
+    skill: SkillConfig = Field(default_factory=SkillConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    trace: TraceConfig = Field(default_factory=TraceConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    base_dir: Path = Field(default=Path("."), exclude=True)  # relative paths resolve against the config
+
+    def resolve_path(self, value: str) -> Path:
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else (self.base_dir / path)
+
+    def to_json(self) -> dict[str, Any]:
+        """The resolved config in the YAML's nested shape; secrets redacted."""
+        data: dict[str, Any] = json.loads(self.model_dump_json())
+        return data
+
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise UserError(f"{path}: config file not found; pass an existing YAML file with --config")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); save the config as UTF-8") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "malformed YAML"
+        raise UserError(f"{path}:{where}: {problem}; fix the YAML syntax") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: the top level must be a mapping of sections (benchmark:, model:, ...)")
+    return data
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> None:
+    """Apply one `key.path=value` (value parsed as YAML) to the raw config mapping."""
+    key, sep, raw = assignment.partition("=")
+    if not sep or not key.strip():
+        raise UserError(f"--set {assignment!r}: expected key.path=value, e.g. --set train.epochs=1")
+    parts = key.strip().split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise UserError(f"--set {assignment!r}: '{part}' is not a section")
+        node = child
+    try:
+        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        node[parts[-1]] = raw
+
+
+def _section_fields(loc: tuple[Any, ...]) -> list[str]:
+    model: type[BaseModel] = Config
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field else None
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+        else:
+            return []
+    return [name for name, f in model.model_fields.items() if not f.exclude]
+
+
+def _describe(source: str, exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    key = ".".join(str(p) for p in loc)
+    if err["type"] == "extra_forbidden":
+        allowed = ", ".join(_section_fields(loc)) or "(none)"
+        return f"{source}: unknown key '{key}'; allowed here: {allowed}"
+    if err["type"] == "literal_error":
+        allowed = err.get("ctx", {}).get("expected", "")
+        return f"{source}: {key}: {err['input']!r} is not allowed; allowed values: {allowed}"
+    return f"{source}: {key}: {err['msg']} (got {err.get('input')!r})"
+
+
+def resolve_roles(
+    cfg: Config,
+    *,
+    backend: str | None = None,
+    optimizer_backend: str | None = None,
+    target_backend: str | None = None,
+) -> None:
+    """Fix both role backends in place, in the precedence of DESIGN.md."""
+    for name, value in (
+        ("--backend", backend),
+        ("--optimizer-backend", optimizer_backend),
+        ("--target-backend", target_backend),
+    ):
+        if value is not None and value not in BACKEND_NAMES:
+            raise UserError(f"{name} {value!r}: unknown backend; allowed values: {', '.join(BACKEND_NAMES)}")
+    fallback = backend or cfg.model.backend
+    cfg.model.optimizer_backend = optimizer_backend or cfg.model.optimizer_backend or fallback  # type: ignore[assignment]
+    cfg.model.target_backend = target_backend or cfg.model.target_backend or fallback  # type: ignore[assignment]
+    if backend:
+        cfg.model.backend = backend  # type: ignore[assignment]
+
+
+def load_config(
+    path: str | Path | None,
+    overrides: list[str] | None = None,
+    *,
+    backend: str | None = None,
+    optimizer_backend: str | None = None,
+    target_backend: str | None = None,
+) -> Config:
+    """Load, override, validate and resolve a config. Raises UserError naming the bad key."""
+    source = str(path) if path else "config"
+    data = _read_yaml(Path(path)) if path else {}
+    for item in overrides or []:
+        apply_override(data, item)
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        raise UserError(_describe(source, exc)) from None
+    if path:
+        cfg.base_dir = Path(path).resolve().parent
+    resolve_roles(cfg, backend=backend, optimizer_backend=optimizer_backend, target_backend=target_backend)
+    return cfg

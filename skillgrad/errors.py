@@ -1,0 +1,30 @@
+"""Error types shared by every module.
+
+`UserError` is the only exception the CLI turns into a one-line message and exit code 2: raise it
+for anything the user can fix (bad config, missing file, broken data). Its message must name the
+file / key / value and say what to do.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A mistake in the user's input; shown as one line, exit code 2, no traceback."""
+
+
+class StructuredOutputError(RuntimeError):
+    """A model still did not return schema-valid JSON after the configured retries."""
+
+    def __init__(self, backend: str, stage: str, snippet: str, reason: str = "") -> None:
+        self.backend = backend
+        self.stage = stage
+        self.snippet = snippet
+        detail = f" ({reason})" if reason else ""
+        super().__init__(
+            f"{backend}: stage '{stage}' returned no schema-valid JSON after retries{detail}; "
+            f"last reply began: {snippet[:300]!r}"
+        )
+
+
+class BackendError(RuntimeError):
+    """A backend call failed for good (after its own retries): network, auth, CLI crash."""

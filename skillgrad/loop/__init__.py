@@ -1,0 +1,1 @@
+"""The training loop: one small module per stage; trainer.py orchestrates."""

@@ -1,0 +1,1 @@
+"""Agent transcripts -> TraceStep lists -> capped text for the optimizer."""

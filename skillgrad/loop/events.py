@@ -33,6 +33,9 @@ class Events:
         self.started = time.monotonic()
         self._broken: set[int] = set()
 
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
     def emit(self, kind: str, **fields: Any) -> None:
         fields["time"] = round(time.monotonic() - self.started, 3)
         for i, obs in enumerate(self.observers):

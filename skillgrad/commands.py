@@ -1,0 +1,66 @@
+"""`skillgrad train` and `skillgrad eval`: validate everything, then run with a locked run folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from skillgrad.atomic import RunLock
+from skillgrad.config import Config
+from skillgrad.loop.rollout import mean_score
+from skillgrad.loop.trainer import Trainer, TrainingFailed
+from skillgrad.wiring import build_roles, checked_benchmark, default_out, initial_skill, open_session, read_skill
+
+
+def train(cfg: Config, out: Path | None) -> int:
+    splits = ("train", "val", "test") if cfg.benchmark.test_size > 0 else ("train", "val")
+    skill = initial_skill(cfg)
+    benchmark = checked_benchmark(cfg, splits)
+    roles = build_roles(cfg)
+    out = out or default_out(cfg, "train")
+    session = open_session(cfg, out)
+    with RunLock(out / ".lock"):
+        session.run.write_json("config.json", cfg.to_json())
+        trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
+        try:
+            summary = trainer.train()
+        except TrainingFailed as exc:
+            print(f"skillgrad: training failed: {exc}", file=sys.stderr)
+            print(f"skillgrad: finished work is kept in {out}", file=sys.stderr)
+            return 1
+        finally:
+            session.events.close()
+    test = summary.get("test")
+    test_line = f", test {test['baseline']:.3f} -> {test['best']:.3f}" if test else ""
+    print(
+        f"val {summary['baseline_val_score']:.3f} -> {summary['best_val_score']:.3f} "
+        f"({summary['accepted']} accepted, {summary['rejected']} rejected{test_line}); "
+        f"stopped: {summary['stopped']}; best skill: {out / 'best_skill.md'}"
+    )
+    return 0
+
+
+def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None) -> int:
+    skill = read_skill(skill_path)
+    benchmark = checked_benchmark(cfg, (split,))
+    roles = build_roles(cfg, optimizer=False)
+    out = out or default_out(cfg, "eval")
+    session = open_session(cfg, out)
+    with RunLock(out / ".lock"):
+        session.run.write_json("config.json", cfg.to_json())
+        trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
+        try:
+            results = trainer.rollouts(trainer.benchmark_split(split), skill, Path("rollouts") / split, "eval", 0)
+        finally:
+            session.events.close()
+    report = {
+        "skill": str(skill_path), "split": split, "mean_score": mean_score(results), "n": len(results),
+        "passed": sum(1 for r in results if r.score.passed),
+        "errors": sum(1 for r in results if r.result.is_error),
+        "target_backend": cfg.model.target_backend, "target_model": roles.agent.model,
+        "usage": session.ledger.to_json(),
+    }
+    session.run.write_json("eval.json", report)
+    print(f"{split}: mean score {report['mean_score']:.3f} over {report['n']} tasks "
+          f"({report['passed']} passed); details in {out}")
+    return 0

@@ -1,0 +1,61 @@
+"""Merge the minibatch patches of one step into one de-duplicated, conflict-free edit list."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from skillgrad.skill import Edit, normalize_text
+
+
+@dataclass
+class MergedEdit:
+    edit: Edit
+    support: int = 1  # how many minibatches proposed it
+    failures: int = 0  # failed tasks in those minibatches
+    sources: list[int] = field(default_factory=list)  # minibatch indexes
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.edit.to_json(), "support": self.support, "failures": self.failures, "sources": self.sources}
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One analyst's proposal for one minibatch."""
+
+    minibatch: int
+    edits: list[Edit]
+    failures: int
+
+
+class UnionMerge:
+    """Union of all patches: identical edits (ignoring case/whitespace) count as support; two
+    different deletes/replaces of the same target conflict, and the better-supported one wins."""
+
+    def merge(self, patches: list[Patch]) -> list[MergedEdit]:
+        merged: dict[tuple[str, str, str], MergedEdit] = {}
+        for patch in sorted(patches, key=lambda p: p.minibatch):
+            for edit in patch.edits:
+                item = merged.get(edit.key())
+                if item is None:
+                    merged[edit.key()] = MergedEdit(edit, 1, patch.failures, [patch.minibatch])
+                elif patch.minibatch not in item.sources:
+                    item.support += 1
+                    item.failures += patch.failures
+                    item.sources.append(patch.minibatch)
+        return _resolve_conflicts(list(merged.values()))
+
+
+def _resolve_conflicts(edits: list[MergedEdit]) -> list[MergedEdit]:
+    best: dict[str, MergedEdit] = {}
+    for item in edits:
+        if item.edit.op == "add":
+            continue
+        target = normalize_text(item.edit.target)
+        current = best.get(target)
+        if current is None or (item.support, item.failures) > (current.support, current.failures):
+            best[target] = item
+    return [m for m in edits if m.edit.op == "add" or best[normalize_text(m.edit.target)] is m]
+
+
+MERGERS: dict[str, type[UnionMerge]] = {"union": UnionMerge}

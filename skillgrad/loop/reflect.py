@@ -1,0 +1,110 @@
+"""Minibatch reflection: analyst prompts (skill, tasks, answers, scores, feedback, traces) -> patches."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from skillgrad.backends.base import ChatModel, Effort, Message, Reply
+from skillgrad.loop.merge import Patch
+from skillgrad.loop.rollout import Rollout
+from skillgrad.skill import EDIT_OPS, Edit
+from skillgrad.templates import render
+from skillgrad.traces.steps import TraceCaps, render_steps
+
+PROMPTS = "skillgrad.loop"
+TRACE_HEADING = "#### Claude Trace Steps"
+ANALYST_CONTEXT_CHARS = 1500  # the analyst needs the gist of long contexts, the agent gets all of it
+
+
+def patch_schema(max_edits: int) -> dict[str, Any]:
+    edit = {
+        "type": "object",
+        "properties": {
+            "op": {"type": "string", "enum": list(EDIT_OPS)},
+            "target": {"type": "string"},
+            "content": {"type": "string"},
+            "rationale": {"type": "string"},
+        },
+        "required": ["op", "target", "content", "rationale"],
+    }
+    return {
+        "type": "object",
+        "properties": {"edits": {"type": "array", "items": edit, "maxItems": max_edits}},
+        "required": ["edits"],
+    }
+
+
+@dataclass(frozen=True)
+class AnalystInputs:
+    skill: str
+    rollouts: list[Rollout]
+    rejected: list[Edit]
+    max_edits: int
+    include_traces: bool
+    caps: TraceCaps
+
+
+def _task_block(index: int, rollout: Rollout, inputs: AnalystInputs) -> str:
+    task, score = rollout.task, rollout.score
+    context = task.context or ""
+    if len(context) > ANALYST_CONTEXT_CHARS:
+        context = context[:ANALYST_CONTEXT_CHARS] + f" [... {len(context) - ANALYST_CONTEXT_CHARS} more chars]"
+    trace = ""
+    if inputs.include_traces:
+        trace = f"{TRACE_HEADING}\n{render_steps(rollout.result.trace, inputs.caps) or '(no steps)'}\n"
+    return render(
+        PROMPTS,
+        "analyst_task",
+        index=index,
+        status="PASSED" if score.passed else "FAILED",
+        score=f"{score.value:.2f}",
+        question=task.question.strip(),
+        context_line=f"Context: {context}\n" if context else "",
+        answer=rollout.result.answer.strip() or "(empty)",
+        expected=" | ".join(task.answers) if task.answers else "(see feedback)",
+        feedback=score.feedback.strip() or "(none)",
+        trace_section=trace,
+    )
+
+
+def analyst_messages(inputs: AnalystInputs) -> list[Message]:
+    failed = sum(1 for r in inputs.rollouts if not r.score.passed)
+    tasks = "\n".join(_task_block(i, r, inputs) for i, r in enumerate(inputs.rollouts, 1))
+    rejected = ""
+    if inputs.rejected:
+        lines = "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in inputs.rejected)
+        rejected = render(PROMPTS, "analyst_rejected", edits=lines)
+    user = render(
+        PROMPTS,
+        "analyst_user",
+        skill=inputs.skill.strip() or "(the skill is empty)",
+        n_failed=failed,
+        n_passed=len(inputs.rollouts) - failed,
+        tasks=tasks,
+        rejected=rejected,
+        max_edits=inputs.max_edits,
+    )
+    system = render(PROMPTS, "analyst_system", max_edits=inputs.max_edits)
+    return [Message("system", system), Message("user", user)]
+
+
+def parse_patch(data: dict[str, Any] | None, minibatch: int, failures: int, max_edits: int) -> Patch:
+    """Schema-valid reply -> Patch; edits beyond `max_edits` or malformed ones are dropped."""
+    edits: list[Edit] = []
+    for raw in (data or {}).get("edits", [])[:max_edits]:
+        try:
+            edits.append(Edit.from_json(raw))
+        except (ValueError, AttributeError):
+            continue
+    return Patch(minibatch, edits, failures)
+
+
+def reflect(
+    optimizer: ChatModel, inputs: AnalystInputs, minibatch: int, effort: Effort | None
+) -> tuple[Patch, Reply, list[Message]]:
+    messages = analyst_messages(inputs)
+    reply = optimizer.complete(messages, schema=patch_schema(inputs.max_edits), effort=effort, stage="reflect")
+    failures = sum(1 for r in inputs.rollouts if not r.score.passed)
+    return parse_patch(reply.data, minibatch, failures, inputs.max_edits), reply, messages

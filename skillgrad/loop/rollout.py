@@ -1,0 +1,85 @@
+"""Run tasks concurrently (bounded) with one skill and score them -> Rollout records.
+
+Results come back in task order whatever the completion order, so a seeded run is reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillgrad.backends.base import Agent, AgentResult
+from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Score, Task
+
+
+@dataclass
+class Rollout:
+    task: Task
+    result: AgentResult
+    score: Score
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.score.to_json(),
+            "answer": self.result.answer,
+            "expected": list(self.task.answers),
+            "is_error": self.result.is_error,
+            "error": self.result.error,
+            "usage": self.result.usage.to_json(),
+        }
+
+
+def mean_score(rollouts: list[Rollout]) -> float:
+    return sum(r.score.value for r in rollouts) / len(rollouts) if rollouts else 0.0
+
+
+class BudgetStop(Exception):
+    """Raised inside a stage when the budget is exhausted; the trainer stops at a safe point."""
+
+
+def score_safely(benchmark: Benchmark, task: Task, result: AgentResult) -> Score:
+    """A scorer bug or a crashed agent scores 0 with feedback; it never kills the run."""
+    if result.is_error:
+        return Score(0.0, False, f"the agent failed: {result.error or 'unknown error'}")
+    try:
+        score = benchmark.score(task, result)
+    except Exception as exc:  # scorer bugs are reported on the task, not raised
+        return Score(0.0, False, f"the scorer failed: {type(exc).__name__}: {exc}")
+    return Score(min(1.0, max(0.0, float(score.value))), score.passed, score.feedback)
+
+
+def run_rollouts(
+    agent: Agent,
+    benchmark: Benchmark,
+    tasks: list[Task],
+    skill: str,
+    *,
+    workspace_for: Callable[[Task], Path],
+    on_done: Callable[[int, Rollout], None],
+    before_call: Callable[[], None],
+    concurrency: int,
+) -> list[Rollout]:
+    """Run every task; `on_done(index, rollout)` persists each as it finishes (crash-safe);
+    `before_call` raises BudgetStop when no further paid call may start."""
+
+    def one(index: int, task: Task) -> Rollout:
+        before_call()
+        workspace = workspace_for(task)
+        if isinstance(benchmark, AgenticBenchmark):
+            benchmark.prepare(task, workspace)
+        try:
+            result = agent.run(task, skill, workspace)
+        except Exception as exc:  # Agent contract says never raise; a buggy backend still must not kill the run
+            result = AgentResult(answer="", is_error=True, error=f"{type(exc).__name__}: {exc}")
+        if result.workspace is None:
+            result.workspace = workspace
+        rollout = Rollout(task, result, score_safely(benchmark, task, result))
+        on_done(index, rollout)
+        return rollout
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = [pool.submit(one, i, t) for i, t in enumerate(tasks)]
+        return [f.result() for f in futures]

@@ -1,0 +1,36 @@
+"""The trainer's progress: everything needed to continue a run after its last completed step."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from skillgrad.skill import Edit
+
+
+@dataclass
+class TrainState:
+    step: int = 0  # last completed step
+    version: int = 0  # number of the current skill version (vNNNN)
+    current_text: str = ""
+    current_score: float = 0.0
+    baseline_score: float = 0.0
+    best_version: int = 0
+    best_step: int = 0
+    best_score: float = 0.0
+    accepted: int = 0
+    rejected: int = 0
+    rejected_epoch: int = 0  # epoch the rejected buffer belongs to
+    rejected_edits: list[Edit] = field(default_factory=list)
+    val_scores: dict[str, float] = field(default_factory=dict)  # skill content hash -> val score
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["rejected_edits"] = [e.to_json() for e in self.rejected_edits]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrainState:
+        data = dict(data)
+        data["rejected_edits"] = [Edit.from_json(e) for e in data.get("rejected_edits", [])]
+        return cls(**data)

@@ -1,0 +1,92 @@
+"""RunDir: the run folder layout of DESIGN.md. Every write is atomic and goes through redaction."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from skillgrad.atomic import append_jsonl, write_json_atomic, write_text_atomic
+from skillgrad.benchmarks.base import Task
+from skillgrad.benchmarks.splits import safe_task_id
+from skillgrad.errors import UserError
+from skillgrad.loop.rollout import Rollout
+from skillgrad.traces.steps import TraceCaps, render_steps
+
+TRACE_FILE = "claude_trace_steps.txt"
+
+
+def version_name(version: int) -> str:
+    return f"v{version:04d}"
+
+
+class RunDir:
+    def __init__(self, root: Path, redact: Callable[[str], str] | None = None) -> None:
+        self.root = root
+        self._redact = redact or (lambda text: text)
+
+    # -- creation -------------------------------------------------------------------------------
+    def create(self, *, allow_existing: bool = False) -> None:
+        if self.root.exists() and any(self.root.iterdir()) and not allow_existing:
+            raise UserError(
+                f"{self.root}: run folder already exists and is not empty; pass another --out "
+                f"(or --resume {self.root} to continue it)"
+            )
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    # -- generic writes -------------------------------------------------------------------------
+    def path(self, *parts: str) -> Path:
+        return self.root.joinpath(*parts)
+
+    def write_text(self, rel: str | Path, text: str) -> Path:
+        target = self.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(target, self._redact(text))
+        return target
+
+    def write_json(self, rel: str | Path, obj: Any) -> Path:
+        target = self.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(target, self._clean(obj))
+        return target
+
+    def append_history(self, record: dict[str, Any]) -> None:
+        append_jsonl(self.root / "history.jsonl", self._clean(record))
+
+    def _clean(self, obj: Any) -> Any:
+        # Redact by value on the serialised form, so secrets nested anywhere are caught.
+        return json.loads(self._redact(json.dumps(obj, ensure_ascii=False)))
+
+    # -- skills ---------------------------------------------------------------------------------
+    def write_skill(self, version: int, text: str) -> Path:
+        return self.write_text(Path("skills") / f"{version_name(version)}.md", text)
+
+    def step_dir(self, step: int) -> Path:
+        return Path("steps") / f"{step:04d}"
+
+    # -- rollouts -------------------------------------------------------------------------------
+    def task_dir(self, prefix: Path, task: Task) -> Path:
+        return prefix / safe_task_id(task.id)
+
+    def fresh_workspace(self, prefix: Path, task: Task) -> Path:
+        """An empty workspace for one task, created only under the run folder."""
+        workspace = self.root / self.task_dir(prefix, task) / "workspace"
+        if workspace.exists():
+            shutil.rmtree(workspace)
+        workspace.mkdir(parents=True)
+        return workspace
+
+    def write_rollout(self, prefix: Path, rollout: Rollout, *, harness: bool, caps: TraceCaps) -> None:
+        folder = self.task_dir(prefix, rollout.task)
+        self.write_json(folder / "task.json", rollout.task.to_json())
+        self.write_text(folder / "answer.txt", rollout.result.answer)
+        if harness or rollout.result.trace:
+            self.write_text(folder / TRACE_FILE, render_steps(rollout.result.trace, caps) + "\n")
+            self.write_json(folder / "trace.json", [s.to_json() for s in rollout.result.trace])
+        if rollout.result.raw:
+            lines = "".join(json.dumps(m, ensure_ascii=False, default=str) + "\n" for m in rollout.result.raw)
+            self.write_text(folder / "transcript.jsonl", lines)
+        # score.json last: its presence marks the task as complete.
+        self.write_json(folder / "score.json", rollout.to_json())

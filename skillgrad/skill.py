@@ -1,0 +1,162 @@
+"""SkillDoc: the skill's markdown with protected regions, and the Edit operations applied to it.
+
+Protected regions are HTML-comment markers, invisible when the markdown renders:
+    <!-- protected -->  ...text no edit may touch...  <!-- /protected -->
+Every edit comes back with an explicit status ("applied" | "skipped") and the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+PROTECT_OPEN = "<!-- protected -->"
+PROTECT_CLOSE = "<!-- /protected -->"
+
+EditOp = Literal["add", "delete", "replace"]
+EDIT_OPS: tuple[EditOp, ...] = ("add", "delete", "replace")
+
+
+def normalize_text(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One edit. `target`: for delete/replace the exact text to change; for add the anchor text
+    after which `content` goes ("" = append at the end)."""
+
+    op: EditOp
+    target: str = ""
+    content: str = ""
+    rationale: str = ""
+
+    def key(self) -> tuple[str, str, str]:
+        """Identity for de-duplication: whitespace and case do not make edits different."""
+        return (self.op, normalize_text(self.target), normalize_text(self.content))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "target": self.target, "content": self.content, "rationale": self.rationale}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Edit:
+        op = data.get("op")
+        if op not in EDIT_OPS:
+            raise ValueError(f"unknown edit op {op!r}; allowed: {', '.join(EDIT_OPS)}")
+        return cls(op, str(data.get("target") or ""), str(data.get("content") or ""), str(data.get("rationale") or ""))
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    edit: Edit
+    status: Literal["applied", "skipped"]
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"edit": self.edit.to_json(), "status": self.status, "reason": self.reason}
+
+
+def _find(text: str, target: str) -> tuple[int, int] | None:
+    """Span of `target` in `text`: exact first, then ignoring whitespace differences."""
+    at = text.find(target)
+    if at >= 0:
+        return at, at + len(target)
+    words = target.split()
+    if not words:
+        return None
+    match = re.search(r"\s+".join(re.escape(w) for w in words), text)
+    return (match.start(), match.end()) if match else None
+
+
+@dataclass(frozen=True)
+class SkillDoc:
+    text: str
+
+    @property
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    def protected_spans(self) -> list[tuple[int, int]]:
+        spans, pos = [], 0
+        while (start := self.text.find(PROTECT_OPEN, pos)) >= 0:
+            end = self.text.find(PROTECT_CLOSE, start)
+            # An unclosed region protects everything after it: safer than protecting nothing.
+            stop = len(self.text) if end < 0 else end + len(PROTECT_CLOSE)
+            spans.append((start, stop))
+            pos = stop
+        return spans
+
+    def _touches_protected(self, start: int, end: int, *, insertion: bool = False) -> bool:
+        for lo, hi in self.protected_spans():
+            if insertion and lo < start < hi:
+                return True
+            if not insertion and start < hi and lo < end:
+                return True
+        return False
+
+    def apply_one(self, edit: Edit, max_chars: int | None = None) -> tuple[SkillDoc, EditOutcome]:
+        def skip(reason: str) -> tuple[SkillDoc, EditOutcome]:
+            return self, EditOutcome(edit, "skipped", reason)
+
+        if PROTECT_OPEN in edit.content or PROTECT_CLOSE in edit.content:
+            return skip("content contains protected-region markers")
+        if edit.op == "add":
+            if not edit.content.strip():
+                return skip("add with empty content")
+            if _contains(self.text, edit.content):
+                return skip("content already present in the skill")
+            new = self._insert(edit)
+            if new is None:
+                return skip("anchor text not found in the skill")
+            if isinstance(new, str):
+                return skip(new)
+        else:
+            span = _find(self.text, edit.target) if edit.target.strip() else None
+            if span is None:
+                return skip("target text not found in the skill")
+            if self._touches_protected(*span):
+                return skip("target lies in a protected region")
+            replacement = edit.content if edit.op == "replace" else ""
+            if edit.op == "replace" and normalize_text(replacement) == normalize_text(edit.target):
+                return skip("replacement is identical to the target")
+            new = SkillDoc(_tidy(self.text[: span[0]] + replacement + self.text[span[1] :]))
+        if max_chars is not None and len(new.text) > max_chars:
+            return skip(f"the skill would exceed optimizer.max_skill_chars={max_chars}")
+        return new, EditOutcome(edit, "applied", "applied")
+
+    def _insert(self, edit: Edit) -> SkillDoc | str | None:
+        content = edit.content.strip("\n")
+        if not edit.target.strip():
+            base = self.text.rstrip("\n")
+            return SkillDoc((base + "\n\n" if base else "") + content + "\n")
+        span = _find(self.text, edit.target)
+        if span is None:
+            return None
+        # Insert after the line that holds the anchor's end, so a line is never split.
+        line_end = self.text.find("\n", span[1])
+        at = len(self.text) if line_end < 0 else line_end
+        if self._touches_protected(at, at, insertion=True):
+            return "anchor lies in a protected region"
+        return SkillDoc(_tidy(self.text[:at] + "\n" + content + self.text[at:]))
+
+    def apply(self, edits: list[Edit], max_chars: int | None = None) -> tuple[SkillDoc, list[EditOutcome]]:
+        """Apply edits in order; each gets an outcome. Skipped edits leave the skill unchanged."""
+        doc, outcomes = self, []
+        for edit in edits:
+            doc, outcome = doc.apply_one(edit, max_chars)
+            outcomes.append(outcome)
+        return doc, outcomes
+
+
+def _contains(text: str, content: str) -> bool:
+    """Whole-word, whitespace- and case-insensitive containment (so 'y' is not found in 'say')."""
+    pattern = r"(?<!\w)" + re.escape(normalize_text(content)) + r"(?!\w)"
+    return re.search(pattern, normalize_text(text)) is not None
+
+
+def _tidy(text: str) -> str:
+    """Collapse the blank-line runs deletions leave behind; keep one trailing newline."""
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.strip("\n") + "\n" if text.strip() else ""

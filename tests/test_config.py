@@ -1,0 +1,98 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from skillgrad.config import load_config
+from skillgrad.errors import UserError
+
+
+def write(tmp_path, text, name="cfg.yaml"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("yaml_backend", "yaml_opt", "cli_backend", "cli_opt", "expected"),
+    [
+        (None, None, None, None, ("local", "local")),
+        ("openai_chat", None, None, None, ("openai_chat", "openai_chat")),
+        ("openai_chat", None, "claude_code_exec", None, ("claude_code_exec", "claude_code_exec")),
+        ("openai_chat", "anthropic_chat", "claude_code_exec", None, ("anthropic_chat", "claude_code_exec")),
+        ("openai_chat", "anthropic_chat", "claude_code_exec", "local", ("local", "claude_code_exec")),
+    ],
+)
+def test_role_precedence(tmp_path, yaml_backend, yaml_opt, cli_backend, cli_opt, expected):
+    lines = ["model:"]
+    if yaml_backend:
+        lines.append(f"  backend: {yaml_backend}")
+    if yaml_opt:
+        lines.append(f"  optimizer_backend: {yaml_opt}")
+    path = write(tmp_path, "\n".join(lines) + "\n" if len(lines) > 1 else "")
+    cfg = load_config(path, backend=cli_backend, optimizer_backend=cli_opt)
+    assert (cfg.model.optimizer_backend, cfg.model.target_backend) == expected
+
+
+def test_target_pin_survives_backend_flag(tmp_path):
+    path = write(tmp_path, "model:\n  target_backend: openai_chat\n")
+    cfg = load_config(path, backend="claude_code_exec")
+    assert cfg.model.target_backend == "openai_chat" and cfg.model.optimizer_backend == "claude_code_exec"
+    cfg = load_config(path, backend="claude_code_exec", target_backend="local")
+    assert cfg.model.target_backend == "local"
+
+
+def test_overrides_typed_and_nested(tmp_path):
+    cfg = load_config(write(tmp_path, "train:\n  epochs: 3\n"), ["train.epochs=1", "optimizer.lr_schedule=linear"])
+    assert cfg.train.epochs == 1 and cfg.optimizer.lr_schedule == "linear"
+
+
+@pytest.mark.parametrize(
+    ("text", "overrides", "fragments"),
+    [
+        ("train:\n  epoch: 2\n", [], ["unknown key 'train.epoch'", "epochs"]),
+        ("model:\n  backend: gpt\n", [], ["model.backend", "'gpt'", "openai_chat", "claude_code_exec"]),
+        ("train:\n  epochs: many\n", [], ["train.epochs", "integer"]),
+        ("", ["optimizer.lr_schedule=exp"], ["optimizer.lr_schedule", "cosine"]),
+        ("train: [1\n", [], ["cfg.yaml", "line"]),
+        ("- a\n- b\n", [], ["top level must be a mapping"]),
+    ],
+)
+def test_config_errors_name_the_key(tmp_path, text, overrides, fragments):
+    with pytest.raises(UserError) as info:
+        load_config(write(tmp_path, text), overrides)
+    message = str(info.value)
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message
+
+
+def test_unknown_backend_flag_and_missing_file(tmp_path):
+    with pytest.raises(UserError, match="allowed values"):
+        load_config(None, backend="gpt4")
+    with pytest.raises(UserError, match="not found"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "skillgrad.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_config_command_prints_resolved_json_with_secrets_redacted(tmp_path):
+    path = write(tmp_path, "model:\n  backend: openai_chat\n  api_key: sk-test-FAKE-0123456789abcdef\n")
+    proc = run_cli("config", "--config", str(path), "--optimizer_backend", "anthropic_chat", "--set", "train.epochs=5")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["model"]["optimizer_backend"] == "anthropic_chat"
+    assert data["model"]["target_backend"] == "openai_chat"
+    assert data["train"]["epochs"] == 5
+    assert "sk-test-FAKE" not in proc.stdout
+    assert set(data) >= {"benchmark", "skill", "model", "train", "optimizer", "budget"}
+
+
+def test_cli_user_error_is_one_line_exit_2(tmp_path):
+    proc = run_cli("config", "--config", str(write(tmp_path, "train:\n  epoch: 1\n")))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "train.epoch" in proc.stderr

@@ -70,12 +70,14 @@ class RunDir:
     def task_dir(self, prefix: Path, task: Task) -> Path:
         return prefix / safe_task_id(task.id)
 
-    def fresh_workspace(self, prefix: Path, task: Task) -> Path:
-        """An empty workspace for one task, created only under the run folder."""
+    def fresh_workspace(self, prefix: Path, task: Task, *, create: bool = True) -> Path:
+        """An empty workspace for one task, only ever under the run folder. Chat targets never
+        touch it (`create=False`), so their prediction folders stay free of empty directories."""
         workspace = self.root / self.task_dir(prefix, task) / "workspace"
         if workspace.exists():
             shutil.rmtree(workspace)
-        workspace.mkdir(parents=True)
+        if create:
+            workspace.mkdir(parents=True)
         return workspace
 
     def write_rollout(self, prefix: Path, rollout: Rollout, *, harness: bool, caps: TraceCaps) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +88,8 @@ def analyst_messages(inputs: AnalystInputs) -> list[Message]:
         max_edits=inputs.max_edits,
     )
     system = render(PROMPTS, "analyst_system", max_edits=inputs.max_edits)
-    return [Message("system", system), Message("user", user)]
+    # Optional sections leave blank-line runs behind; collapse them so the prompt stays tidy.
+    return [Message("system", system), Message("user", re.sub(r"\n{3,}", "\n\n", user))]
 
 
 def parse_patch(data: dict[str, Any] | None, minibatch: int, failures: int, max_edits: int) -> Patch:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.backends.base import Agent, ChatModel, Usage
-from skillgrad.benchmarks.base import Benchmark, Task
+from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Task
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError
@@ -56,6 +56,7 @@ class Trainer:
         self.include_traces = roles.harness and cfg.model.target_backend == "claude_code_exec" and (
             cfg.model.claude_trace_to_optimizer
         )
+        self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
         self._step_usage: dict[str, Usage] = {}
         self._splits: dict[str, list[Task]] = {}
         self._lock = threading.Lock()
@@ -88,7 +89,7 @@ class Trainer:
 
         results = run_rollouts(
             self.roles.agent, self.benchmark, tasks, skill,
-            workspace_for=lambda task: self.run.fresh_workspace(prefix, task),
+            workspace_for=lambda task: self.run.fresh_workspace(prefix, task, create=self.needs_workspace),
             on_done=on_done, before_call=self._before_call, concurrency=self.cfg.train.concurrency,
         )
         self.events.emit("stage_end", stage=stage, step=step, mean_score=mean_score(results))
@@ -135,6 +136,7 @@ class Trainer:
     # -- one step -------------------------------------------------------------------------------
     def step(self, state: TrainState, step: int, epoch: int, batch: list[Task], total_steps: int) -> None:
         self._step_usage = {}
+        before = state.current_score
         folder = self.run.step_dir(step)
         lr = self.schedule(step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate)
         train = self.rollouts(batch, state.current_text, folder / "rollouts" / "train", "rollout", step)
@@ -157,7 +159,7 @@ class Trainer:
         })
         self.events.emit(
             "step_end", step=step, epoch=epoch, action=record["action"], val_score=record["val_score"],
-            best_score=state.best_score, current_score=state.current_score,
+            best_score=state.best_score, current_score=before,
             edits_applied=sum(1 for o in outcomes if o.status == "applied"),
             usage={role: u.to_json() for role, u in self.ledger.by_role().items()},
         )
@@ -246,7 +248,11 @@ class Trainer:
         except BudgetStop as stop:
             stopped, test = "budget", None
             self.events.emit("message", text=f"budget reached: {stop}; keeping the best skill so far")
-            state = state or TrainState()
+        except TrainingFailed as failure:
+            # Keep a truthful summary of the finished work before reporting the failure.
+            self.summary(state or TrainState(), "error", None, error=str(failure))
+            raise
+        state = state or TrainState()
         summary = self.summary(state, stopped, test)
         self.events.emit(
             "run_end", best_score=state.best_score, baseline_score=state.baseline_score, stopped=stopped,
@@ -278,16 +284,20 @@ class Trainer:
         return {"baseline": results["v0000"], "best": results[version_name(state.best_version)],
                 "by_version": results}
 
-    def summary(self, state: TrainState, stopped: str, test: dict[str, Any] | None) -> dict[str, Any]:
-        summary = {
+    def summary(
+        self, state: TrainState, stopped: str, test: dict[str, Any] | None, error: str | None = None
+    ) -> dict[str, Any]:
+        summary: dict[str, Any] = {
             "baseline_val_score": state.baseline_score, "best_val_score": state.best_score,
             "best_version": version_name(state.best_version), "best_step": state.best_step,
             "steps": state.step, "accepted": state.accepted, "rejected": state.rejected,
             "stopped": stopped, "test": test,
             "optimizer_backend": self.cfg.model.optimizer_backend, "target_backend": self.cfg.model.target_backend,
-            "optimizer_model": self.roles.optimizer.model, "target_model": self.roles.agent.model,
+            "optimizer_model": self.roles.optimizer.model if self.roles.optimizer else None, "target_model": self.roles.agent.model,
             "wall_s": round(self.events.elapsed(), 3),
             "usage": self.ledger.to_json(),
         }
+        if error:
+            summary["error"] = error
         self.run.write_json("summary.json", summary)
         return summary

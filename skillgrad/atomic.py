@@ -1,0 +1,234 @@
+"""Crash-safe file primitives: atomic writes, fsynced JSONL appends with torn-tail repair, run lock.
+
+Every artifact of a run goes through these so that a SIGKILL at any instant leaves either the old
+or the new content of a file, never half of it; the only partial state a crash can leave is a torn
+last line of a JSONL file, which `read_jsonl_repairing` (and `append_jsonl`) cut off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from skillgrad.errors import UserError
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable (power loss); harmless where directories cannot be opened.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    """Write `data` to a temp file next to `path`, then rename over it (same filesystem)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            if fsync:
+                os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if fsync:
+        _fsync_dir(path.parent)
+
+
+def write_text_atomic(path: Path, text: str, *, fsync: bool = True) -> None:
+    """Atomically replace `path` with UTF-8 `text` (no newline translation)."""
+    write_bytes_atomic(path, text.encode("utf-8"), fsync=fsync)
+
+
+def dumps_json(obj: Any) -> str:
+    """The one JSON spelling of artifacts: UTF-8 text, indented, and strictly valid (no NaN)."""
+    return json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
+def write_json_atomic(path: Path, obj: Any, *, fsync: bool = True) -> None:
+    write_text_atomic(path, dumps_json(obj), fsync=fsync)
+
+
+def _repair_tail(path: Path) -> None:
+    """Cut a last line that has no newline (a write torn by a crash) so appends start clean."""
+    with open(path, "r+b") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return
+        handle.seek(0)
+        data = handle.read()
+        keep = data.rfind(b"\n") + 1  # 0 when the only line is torn
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def append_jsonl(path: Path, obj: Any) -> None:
+    """Append one JSON line and fsync it. A torn tail left by an earlier crash is cut first, so the
+    new line never glues onto half a line. Call from one thread per file (the trainer)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n"
+    if path.exists():
+        _repair_tail(path)
+    with open(path, "ab") as handle:
+        handle.write(line.encode("utf-8"))  # one write: a crash tears at most this line
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read_jsonl_repairing(path: Path) -> list[dict[str, Any]]:
+    """Read a JSONL file of objects. A damaged LAST line (torn by a crash: no newline, or bytes
+    that do not parse) is dropped and the file truncated to the last complete line. Damage
+    anywhere else is not a crash artifact: UserError naming the file and line."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    # split() yields a final '' when the file ends with a newline; otherwise the last item is torn
+    # unless it parses.
+    records: list[dict[str, Any]] = []
+    offset = 0
+    for number, raw in enumerate(lines, 1):
+        is_last = number == len(lines) or (number == len(lines) - 1 and lines[-1] == b"")
+        if raw.strip() == b"":
+            offset += len(raw) + 1
+            continue
+        record = _parse_line(raw)
+        if record is None:
+            if not is_last:
+                raise UserError(
+                    f"{path}: line {number} is not a JSON object; the run folder is damaged "
+                    "beyond a crash's torn last line: restore it or start a new run with --out"
+                )
+            with open(path, "r+b") as handle:
+                handle.truncate(offset)
+                handle.flush()
+                os.fsync(handle.fileno())
+            return records
+        records.append(record)
+        offset += len(raw) + 1
+    if data and not data.endswith(b"\n"):
+        with open(path, "ab") as handle:  # a complete but unterminated last line: terminate it
+            handle.write(b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+    return records
+
+
+class RunLock:
+    """Exclusive lock on a run folder: `with RunLock(out / ".lock"): ...`.
+
+    `fcntl.flock` on an open descriptor is the authority: the kernel drops it when the holder dies
+    (even by SIGKILL), so a stale lock file is simply taken over; its pid/host/start-time content
+    only serves the refusal message. The descriptor is non-inheritable (PEP 446), so agent
+    subprocesses that outlive a killed trainer do not keep the run locked.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def _holder(self) -> str:
+        try:
+            info = json.loads(self.path.read_text(encoding="utf-8"))
+            return f"pid {info['pid']} on {info['hostname']}, started {info['started']}"
+        except (OSError, ValueError, KeyError, TypeError):
+            return "holder unknown"
+
+    def _open_locked(self) -> int | None:
+        """Open and lock the current lock file; None if another process holds it."""
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                return fd
+            # The previous holder unlinked the file between our open and flock: retry on the new one.
+            os.close(fd)
+
+    def acquire(self) -> None:
+        if self._fd is not None:
+            raise RuntimeError(f"{self.path}: RunLock acquired twice by the same object")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = self._open_locked()
+        if fd is None:
+            raise UserError(
+                f"{self.path.parent}: another skillgrad trainer is using this run folder "
+                f"({self._holder()}); wait for it to finish, stop it, or choose another --out"
+            )
+        info = {
+            "pid": os.getpid(),
+            "hostname": socket.gethostname(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode("utf-8"), 0)
+        os.fsync(fd)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        # Unlink while still holding the lock; a waiter that opened the old inode notices the
+        # inode change in `_open_locked` and retries instead of sharing a dead lock.
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()

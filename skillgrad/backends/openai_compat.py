@@ -1,0 +1,287 @@
+"""`openai_chat`: the ChatModel protocol on the official `openai` SDK.
+
+One `base_url` covers OpenAI itself, Azure's v1 endpoint, vLLM, Ollama, llama.cpp's server and any
+other OpenAI-compatible Chat Completions server. Transient failures (429, 5xx, timeouts, dropped
+connections) are retried by the SDK's own backoff (`model.max_retries`); everything that is still
+failing afterwards becomes a one-line `BackendError` naming backend, model and base_url, never the
+API key.
+
+Layout (LiteLLM "transformation" style): `build_request` and `parse_completion` are pure functions
+of their inputs; `OpenAIChat` only does I/O and error mapping around them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import openai
+
+from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
+from skillgrad.backends.structured import complete_structured
+from skillgrad.config import Config
+from skillgrad.errors import BackendError
+
+BACKEND = "openai_chat"
+DEFAULT_MODEL = "gpt-4o-mini"
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+# Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK needs one.
+PLACEHOLDER_KEY = "not-needed"
+
+# List prices in USD per 1M tokens (input, output). Unknown models get cost_usd=None.
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "o1": (15.00, 60.00),
+    "o3": (2.00, 8.00),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+}
+
+_DATE_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+_REASONING_MODEL = re.compile(r"^(o\d+|gpt-5)([-.]|$)")
+_SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+# ---------------------------------------------------------------------------------------------
+# pure request / response mapping
+
+
+def is_reasoning_model(model: str) -> bool:
+    """o-series and gpt-5 models: accept `reasoning_effort`, reject a custom temperature."""
+    return bool(_REASONING_MODEL.match(model.rsplit("/", 1)[-1].lower()))
+
+
+def price_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:
+    """List price of one call for a known OpenAI model (dated snapshots included), else None."""
+    base = _DATE_SUFFIX.sub("", model.lower())
+    prices = PRICES_PER_MTOK.get(base)
+    if prices is None:
+        return None
+    return (input_tokens * prices[0] + output_tokens * prices[1]) / 1_000_000
+
+
+def response_format_for(schema: dict[str, Any], stage: str) -> dict[str, Any]:
+    """A non-strict json_schema response format (strict mode rejects most real-world schemas)."""
+    name = _SCHEMA_NAME.sub("_", stage)[:64] or "reply"
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
+
+
+def build_request(
+    model: str,
+    messages: list[Message],
+    *,
+    temperature: float,
+    max_output_tokens: int,
+    schema: dict[str, Any] | None = None,
+    stage: str = "reply",
+    effort: Effort | None = None,
+    use_response_format: bool = True,
+) -> dict[str, Any]:
+    """The keyword arguments of one `chat.completions.create` call."""
+    request: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": m.role, "content": m.content} for m in messages],
+    }
+    if is_reasoning_model(model):
+        request["max_completion_tokens"] = max_output_tokens
+        if effort is not None:
+            request["reasoning_effort"] = effort
+    else:
+        request["max_tokens"] = max_output_tokens
+        request["temperature"] = temperature
+    if schema is not None and use_response_format:
+        request["response_format"] = response_format_for(schema, stage)
+    return request
+
+
+def parse_completion(payload: dict[str, Any], model: str) -> tuple[str, Usage]:
+    """(reply text, usage) from a Chat Completions response body. Raises ValueError if malformed."""
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ValueError("the response has no choices")
+    message = choices[0].get("message") or {}
+    content = message.get("content") if isinstance(message, dict) else None
+    text = content if isinstance(content, str) else ""
+    raw_usage = payload.get("usage") or {}
+    input_tokens = int(raw_usage.get("prompt_tokens") or 0)
+    output_tokens = int(raw_usage.get("completion_tokens") or 0)
+    cost = price_usd(model, input_tokens, output_tokens)
+    return text, Usage(input_tokens=input_tokens, output_tokens=output_tokens, calls=1, cost_usd=cost)
+
+
+def is_response_format_rejection(exc: Exception, request: dict[str, Any]) -> bool:
+    """A 400 to a request that carried `response_format`: the server likely lacks the feature."""
+    return isinstance(exc, openai.BadRequestError) and "response_format" in request
+
+
+def one_line(text: str, secret: str | None, limit: int = 300) -> str:
+    """Collapse whitespace, cut to `limit` characters and mask `secret` wherever it appears."""
+    if secret:
+        text = text.replace(secret, "***")
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def describe_error(exc: Exception) -> str:
+    """What went wrong, in a few words, for a BackendError."""
+    if isinstance(exc, openai.AuthenticationError):
+        return f"authentication failed (HTTP 401; check the API key): {exc.message}"
+    if isinstance(exc, openai.PermissionDeniedError):
+        return f"permission denied (HTTP 403): {exc.message}"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}: {exc.message}"
+    if isinstance(exc, openai.APITimeoutError):
+        return "request timed out after the SDK's retries (raise model.timeout_s or model.max_retries)"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"could not connect after the SDK's retries: {exc.message}"
+    if isinstance(exc, ValueError):
+        return f"malformed response: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration
+
+
+def _api_key(cfg: Config, role: Role) -> str | None:
+    return cfg.model.api_key_for(role) or os.environ.get("OPENAI_API_KEY") or None
+
+
+def _roles_using_backend(cfg: Config) -> list[Role]:
+    roles: list[Role] = [r for r in ("optimizer", "target") if cfg.model.backend_for(r) == BACKEND]
+    return roles or ["optimizer", "target"]
+
+
+def availability(cfg: Config) -> tuple[bool, str]:
+    """Usable if the SDK imports and each role on this backend has a base_url or an API key."""
+    for role in _roles_using_backend(cfg):
+        if not cfg.model.base_url_for(role) and not _api_key(cfg, role):
+            return False, (
+                f"no API key for the {role} role: set OPENAI_API_KEY, model.api_key "
+                "(or model.<role>_api_key), or model.base_url for a local OpenAI-compatible server"
+            )
+    return True, ""
+
+
+def create_chat(cfg: Config, role: Role) -> OpenAIChat:
+    m = cfg.model
+    return OpenAIChat(
+        model=m.model_for(role) or DEFAULT_MODEL,
+        base_url=m.base_url_for(role),
+        api_key=_api_key(cfg, role),
+        temperature=m.temperature,
+        max_output_tokens=m.max_output_tokens,
+        timeout_s=m.timeout_s,
+        max_retries=m.max_retries,
+        json_retries=m.json_retries,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# I/O
+
+
+class OpenAIChat:
+    """ChatModel over `openai.OpenAI().chat.completions`. Thread-safe (one shared SDK client)."""
+
+    name = BACKEND
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        max_output_tokens: int = 1024,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        json_retries: int = 2,
+    ) -> None:
+        self.model = model
+        self.temperature = temperature
+        self.max_output_tokens = max_output_tokens
+        self.json_retries = json_retries
+        self._api_key = api_key
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or PLACEHOLDER_KEY,
+            max_retries=max_retries,
+            timeout=timeout_s,
+        )
+        self.base_url = str(self._client.base_url).rstrip("/") or OPENAI_BASE_URL
+        # Flipped off for good once the server rejects `response_format` with a 400.
+        self.use_response_format = True
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        effort: Effort | None = None,
+        stage: str,
+    ) -> Reply:
+        if schema is None:
+            text, usage = self._call(messages, None, effort, stage)
+            return Reply(text=text, usage=usage)
+
+        def call(convo: list[Message]) -> tuple[str, Usage]:
+            return self._call(convo, schema, effort, stage)
+
+        return complete_structured(
+            call, messages, schema, backend=self.name, stage=stage, retries=self.json_retries
+        )
+
+    def _call(
+        self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
+    ) -> tuple[str, Usage]:
+        request = self._request(messages, schema, effort, stage)
+        try:
+            return parse_completion(self._send_with_fallback(request), self.model)
+        except (openai.APIError, ValueError) as exc:
+            raise self._error(stage, exc) from None
+
+    def _send_with_fallback(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Send; on a 400 to a `response_format` request, resend once without it, for good."""
+        try:
+            return self._send(request)
+        except openai.APIError as exc:
+            if not is_response_format_rejection(exc, request):
+                raise
+        self.use_response_format = False
+        return self._send({k: v for k, v in request.items() if k != "response_format"})
+
+    def _request(
+        self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
+    ) -> dict[str, Any]:
+        return build_request(
+            self.model,
+            messages,
+            temperature=self.temperature,
+            max_output_tokens=self.max_output_tokens,
+            schema=schema,
+            stage=stage,
+            effort=effort,
+            use_response_format=self.use_response_format,
+        )
+
+    def _send(self, request: dict[str, Any]) -> dict[str, Any]:
+        completion = self._client.chat.completions.create(**request)
+        if not hasattr(completion, "model_dump"):  # the SDK hands back bodies it cannot parse
+            raise ValueError(f"the response is not a chat completion: {str(completion)[:200]!r}")
+        payload: dict[str, Any] = completion.model_dump()
+        return payload
+
+    def _error(self, stage: str, exc: Exception) -> BackendError:
+        detail = one_line(describe_error(exc), self._api_key)
+        return BackendError(
+            f"{self.name}: model {self.model!r} at {self.base_url}, stage '{stage}': {detail}"
+        )

@@ -1,0 +1,282 @@
+"""Spending across BOTH roles: a thread-safe usage ledger with caps, and a pre-run estimate.
+
+Counting rules (the lead's contract with `skillgrad.cache`):
+- `record(role, stage, usage, saved=...)`: `usage` is what was PAID; a cache hit pays nothing
+  (`CachedChatModel` / `CachedAgent` return zero usage on a hit) and passes the stored usage as
+  `saved`. Caps apply to paid usage only; `saved` is reported so a resumed or re-run experiment can
+  still show what the work cost.
+- Costs: `Usage.cost_usd=None` means unknown (e.g. a local model, or a provider without prices).
+  `max_usd` is checked against the sum of KNOWN costs; calls of unknown cost are counted separately
+  (`unknown_cost_calls`) so a report can say the dollar figure is a lower bound. `Usage.__add__`
+  turns any unknown into an unknown total, which is why buckets keep their own known-cost sum.
+- A cap is "reached" when the paid total is >= the cap; the trainer checks after each call or
+  rollout and stops at the next safe point, so the overshoot is at most the calls in flight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from skillgrad.backends.base import Usage
+from skillgrad.config import BudgetConfig, Config
+
+
+@dataclass
+class Bucket:
+    """Accumulated usage of one role, stage or the whole run (mutable; guarded by the Ledger)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    known_usd: float = 0.0
+    unknown_cost_calls: int = 0
+
+    def add(self, usage: Usage) -> None:
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.calls += usage.calls
+        if usage.cost_usd is None:
+            # A record with unknown cost covers `calls` calls (at least one: it was a record).
+            self.unknown_cost_calls += max(usage.calls, 1)
+        else:
+            self.known_usd += usage.cost_usd
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def usage(self) -> Usage:
+        """As a Usage; cost is None when any call's cost was unknown (Usage's convention)."""
+        cost = None if self.unknown_cost_calls else self.known_usd
+        return Usage(self.input_tokens, self.output_tokens, self.calls, cost)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "calls": self.calls,
+            "known_usd": round(self.known_usd, 6),
+            "unknown_cost_calls": self.unknown_cost_calls,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Bucket:
+        return cls(
+            int(data.get("input_tokens", 0)),
+            int(data.get("output_tokens", 0)),
+            int(data.get("calls", 0)),
+            float(data.get("known_usd", 0.0)),
+            int(data.get("unknown_cost_calls", 0)),
+        )
+
+
+def _copy(bucket: Bucket) -> Bucket:
+    return dataclasses.replace(bucket)
+
+
+class Ledger:
+    """Thread-safe record of paid (and cache-saved) usage by role and stage, with budget caps."""
+
+    def __init__(self, budget: BudgetConfig | None = None) -> None:
+        self.budget = budget or BudgetConfig.model_validate({})
+        self._lock = threading.Lock()
+        self._total = Bucket()
+        self._saved = Bucket()
+        self._roles: dict[str, Bucket] = {}
+        self._stages: dict[str, Bucket] = {}
+        self._role_stages: dict[str, Bucket] = {}  # "role/stage"
+
+    def record(self, role: str, stage: str, usage: Usage, *, saved: Usage | None = None) -> None:
+        """Add one call's (or rollout's) paid `usage`; `saved` is the usage a cache hit avoided."""
+        with self._lock:
+            for bucket in (
+                self._total,
+                self._roles.setdefault(role, Bucket()),
+                self._stages.setdefault(stage, Bucket()),
+                self._role_stages.setdefault(f"{role}/{stage}", Bucket()),
+            ):
+                bucket.add(usage)
+            if saved is not None and (saved.calls or saved.total_tokens or saved.cost_usd):
+                self._saved.add(saved)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def total(self) -> Bucket:
+        with self._lock:
+            return _copy(self._total)
+
+    def saved(self) -> Bucket:
+        with self._lock:
+            return _copy(self._saved)
+
+    def by_role(self) -> dict[str, Bucket]:
+        with self._lock:
+            return {k: _copy(v) for k, v in sorted(self._roles.items())}
+
+    def by_stage(self) -> dict[str, Bucket]:
+        with self._lock:
+            return {k: _copy(v) for k, v in sorted(self._stages.items())}
+
+    def check(self) -> str | None:
+        """None while every cap has room; else a one-line reason naming the cap that was reached."""
+        b = self.budget
+        total = self.total()
+        if b.max_usd is not None and total.known_usd >= b.max_usd:
+            unknown = total.unknown_cost_calls
+            extra = f"; {unknown} calls of unknown cost not included" if unknown else ""
+            return f"budget.max_usd reached: spent ${total.known_usd:.4f} of ${b.max_usd:.4f}{extra}"
+        if b.max_tokens is not None and total.total_tokens >= b.max_tokens:
+            return f"budget.max_tokens reached: {total.total_tokens} tokens of {b.max_tokens}"
+        if b.max_calls is not None and total.calls >= b.max_calls:
+            return f"budget.max_calls reached: {total.calls} calls of {b.max_calls}"
+        return None
+
+    @property
+    def exceeded(self) -> bool:
+        return self.check() is not None
+
+    def calls_left(self) -> int | None:
+        """Calls still allowed under `max_calls` (None: uncapped). The trainer launches at most this
+        many concurrent rollouts, so concurrency cannot overshoot the call cap."""
+        if self.budget.max_calls is None:
+            return None
+        return max(self.budget.max_calls - self.total().calls, 0)
+
+    # -- persistence (resume) -------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "total": self._total.to_json(),
+                "saved": self._saved.to_json(),
+                "by_role": {k: v.to_json() for k, v in sorted(self._roles.items())},
+                "by_stage": {k: v.to_json() for k, v in sorted(self._stages.items())},
+                "by_role_stage": {k: v.to_json() for k, v in sorted(self._role_stages.items())},
+            }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], budget: BudgetConfig | None = None) -> Ledger:
+        """Restore a ledger written by `to_json` (caps come from the current config)."""
+        ledger = cls(budget)
+        ledger._total = Bucket.from_json(data.get("total", {}))
+        ledger._saved = Bucket.from_json(data.get("saved", {}))
+        ledger._roles = {k: Bucket.from_json(v) for k, v in data.get("by_role", {}).items()}
+        ledger._stages = {k: Bucket.from_json(v) for k, v in data.get("by_stage", {}).items()}
+        ledger._role_stages = {k: Bucket.from_json(v) for k, v in data.get("by_role_stage", {}).items()}
+        return ledger
+
+
+# ---------------------------------------------------------------------------------------------
+# estimate
+
+
+CHARS_PER_TOKEN = 4  # rough for English text and code with common BPE tokenizers
+PROMPT_OVERHEAD_TOKENS = 200  # templates around the skill / task (system prompt, instructions)
+ANSWER_TOKENS = 256  # a target's typical answer
+AGENT_TURNS = 8  # claude_code_exec: model turns per task; each turn re-reads the context
+ANALYST_FEEDBACK_CHARS = 600  # per task in an analyst prompt: answer, expected, score feedback
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def _stage(calls: int, input_per_call: int, output_per_call: int) -> dict[str, int]:
+    return {
+        "calls": calls,
+        "input_tokens": calls * input_per_call,
+        "output_tokens": calls * output_per_call,
+    }
+
+
+def _batches(n_train: int, batch: int) -> list[int]:
+    full, rest = divmod(n_train, batch)
+    return [batch] * full + ([rest] if rest else [])
+
+
+def _sum(stages: list[dict[str, int]]) -> dict[str, int]:
+    return {k: sum(s[k] for s in stages) for k in ("calls", "input_tokens", "output_tokens")}
+
+
+def estimate(
+    cfg: Config,
+    n_train: int,
+    n_val: int,
+    n_test: int,
+    *,
+    skill_chars: int = 2000,
+    task_chars: int = 1500,
+    agent_turns: int | None = None,
+) -> dict[str, Any]:
+    """Upper-bound projection of calls and tokens per role and stage, before spending anything.
+
+    Calls: baseline val (n_val rollouts); per step one rollout per train task in the batch, one
+    reflect call per minibatch, and a validation of the candidate (n_val rollouts, at most: a step
+    with no edits skips it); epochs * ceil(n_train / batch_size) steps; if n_test, the baseline and
+    the best skill on test. A target "call" is one rollout (an agent harness makes several model
+    turns inside it: `agent_turns`, default AGENT_TURNS for claude_code_exec, else 1).
+    Tokens: chars / CHARS_PER_TOKEN of the skill (`skill_chars`, taken as constant) and the average
+    task (`task_chars`, context included) plus PROMPT_OVERHEAD_TOKENS; answers ANSWER_TOKENS, an
+    analyst reply model.max_output_tokens; an analyst prompt carries, per task, the task,
+    ANALYST_FEEDBACK_CHARS of answer and feedback, and the trace block (trace.total_chars) when the
+    target is claude_code_exec with model.claude_trace_to_optimizer. No dollar figure: prices are
+    the provider's and change; multiply the token counts by your price.
+    """
+    train, model = cfg.train, cfg.model
+    harness = model.backend_for("target") == "claude_code_exec"
+    turns = agent_turns if agent_turns is not None else (AGENT_TURNS if harness else 1)
+    rollout_in = turns * (PROMPT_OVERHEAD_TOKENS + _tokens(skill_chars + task_chars))
+    rollout_out = turns * ANSWER_TOKENS
+    batches = _batches(n_train, train.batch_size) if n_train else []
+    steps = train.epochs * len(batches)
+    reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
+    per_task = task_chars + ANALYST_FEEDBACK_CHARS
+    if harness and model.claude_trace_to_optimizer:
+        per_task += cfg.trace.total_chars
+    reflect_in = PROMPT_OVERHEAD_TOKENS + _tokens(
+        skill_chars + min(train.minibatch_size, train.batch_size) * per_task
+    )
+    stages = {
+        "baseline": _stage(n_val, rollout_in, rollout_out),
+        "rollout": _stage(train.epochs * n_train, rollout_in, rollout_out),
+        "validate": _stage(steps * n_val, rollout_in, rollout_out),
+        "test": _stage(2 * n_test, rollout_in, rollout_out),
+        "reflect": _stage(reflect_calls, reflect_in, model.max_output_tokens),
+    }
+    roles = {
+        "target": _sum([stages[s] for s in ("baseline", "rollout", "validate", "test")]),
+        "optimizer": stages["reflect"],
+    }
+    total = _sum(list(roles.values()))
+    total["total_tokens"] = total["input_tokens"] + total["output_tokens"]
+    return {
+        "steps": steps,
+        "steps_per_epoch": len(batches),
+        "by_stage": stages,
+        "by_role": roles,
+        "total": total,
+        "assumptions": {
+            "chars_per_token": CHARS_PER_TOKEN,
+            "skill_chars": skill_chars,
+            "task_chars": task_chars,
+            "agent_turns_per_rollout": turns,
+            "answer_tokens": ANSWER_TOKENS,
+            "analyst_output_tokens": model.max_output_tokens,
+            "upper_bound": "every step validates; no cache hits",
+        },
+        "budget_check": _budget_verdict(cfg.budget, total),
+    }
+
+
+def _budget_verdict(budget: BudgetConfig, total: dict[str, int]) -> list[str]:
+    """Which configured caps the projection would reach (usd cannot be projected: no prices)."""
+    notes = []
+    if budget.max_calls is not None and total["calls"] > budget.max_calls:
+        notes.append(f"projected {total['calls']} calls exceed budget.max_calls={budget.max_calls}")
+    if budget.max_tokens is not None and total["total_tokens"] > budget.max_tokens:
+        notes.append(f"projected {total['total_tokens']} tokens exceed budget.max_tokens={budget.max_tokens}")
+    return notes

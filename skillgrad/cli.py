@@ -35,12 +35,17 @@ def _parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train a skill against a benchmark")
     _role_flags(train)
     train.add_argument("--out", help="run folder (default: runs/<time>-train-<benchmark>)")
+    train.add_argument("--resume", metavar="OUT", help="continue an interrupted run folder")
+    train.add_argument("--estimate", action="store_true",
+                       help="print the projected calls and tokens of the configured run, spend nothing")
+    train.add_argument("--no-cache", action="store_true", help="do not answer calls from the call cache")
 
     ev = sub.add_parser("eval", help="score one skill on a split")
     _role_flags(ev)
     ev.add_argument("--skill", required=True, help="the skill markdown file to score")
     ev.add_argument("--split", default="test", help="train | val | test (default: test)")
     ev.add_argument("--out", help="output folder (default: runs/<time>-eval-<benchmark>)")
+    ev.add_argument("--no-cache", action="store_true", help="do not answer calls from the call cache")
 
     cfg = sub.add_parser("config", help="print the resolved config as JSON (secrets redacted)")
     _role_flags(cfg)
@@ -74,15 +79,27 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from skillgrad.commands import train
+    from skillgrad.commands import print_estimate, train
+    from skillgrad.resume import stored_config
 
-    return train(_load(args), Path(args.out) if args.out else None)
+    if args.resume and args.out and Path(args.out) != Path(args.resume):
+        raise UserError(f"--out {args.out} and --resume {args.resume} differ; pass only --resume OUT")
+    if args.resume and not args.config:
+        cfg = stored_config(Path(args.resume), args.overrides, backend=args.backend,
+                            optimizer_backend=args.optimizer_backend, target_backend=args.target_backend)
+    else:
+        cfg = _load(args)
+    if args.estimate:
+        return print_estimate(cfg)
+    out = Path(args.resume or args.out) if (args.resume or args.out) else None
+    return train(cfg, out, resume=bool(args.resume), use_cache=not args.no_cache)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from skillgrad.commands import evaluate
 
-    return evaluate(_load(args), Path(args.skill), args.split, Path(args.out) if args.out else None)
+    out = Path(args.out) if args.out else None
+    return evaluate(_load(args), Path(args.skill), args.split, out, use_cache=not args.no_cache)
 
 
 def cmd_trace(args: argparse.Namespace) -> int:

@@ -2,28 +2,50 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from skillgrad.atomic import RunLock
+from skillgrad.budget import estimate
 from skillgrad.config import Config
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.trainer import Trainer, TrainingFailed
-from skillgrad.wiring import build_roles, checked_benchmark, default_out, initial_skill, open_session, read_skill
+from skillgrad.resume import check_same_config, load_checkpoint
+from skillgrad.wiring import (
+    build_roles, call_cache, checked_benchmark, default_out, initial_skill, open_session, read_skill,
+)
 
 
-def train(cfg: Config, out: Path | None) -> int:
-    splits = ("train", "val", "test") if cfg.benchmark.test_size > 0 else ("train", "val")
+def _splits(cfg: Config) -> tuple[str, ...]:
+    return ("train", "val", "test") if cfg.benchmark.test_size > 0 else ("train", "val")
+
+
+def print_estimate(cfg: Config) -> int:
+    benchmark = checked_benchmark(cfg, _splits(cfg))
+    sizes = {split: len(benchmark.load(split)) for split in _splits(cfg)}  # type: ignore[arg-type]
+    skill_chars = len(initial_skill(cfg)) or 500
+    projection = estimate(cfg, sizes["train"], sizes["val"], sizes.get("test", 0), skill_chars=skill_chars)
+    print(json.dumps(projection, indent=2))
+    return 0
+
+
+def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: bool = True) -> int:
     skill = initial_skill(cfg)
-    benchmark = checked_benchmark(cfg, splits)
-    roles = build_roles(cfg)
+    benchmark = checked_benchmark(cfg, _splits(cfg))
+    roles = build_roles(cfg, call_cache(cfg, use_cache))
     out = out or default_out(cfg, "train")
-    session = open_session(cfg, out)
+    if resume:
+        check_same_config(out, cfg)
+    session = open_session(cfg, out, resume=resume)
     with RunLock(out / ".lock"):
-        session.run.write_json("config.json", cfg.to_json())
+        state = None
+        if resume:
+            state, session.ledger = load_checkpoint(out, cfg)
+        session.run.write_json("config.json", cfg.portable().to_json())
         trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
         try:
-            summary = trainer.train()
+            summary = trainer.train(state)
         except TrainingFailed as exc:
             print(f"skillgrad: training failed: {exc}", file=sys.stderr)
             print(f"skillgrad: finished work is kept in {out}", file=sys.stderr)
@@ -40,14 +62,14 @@ def train(cfg: Config, out: Path | None) -> int:
     return 0
 
 
-def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None) -> int:
+def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use_cache: bool = True) -> int:
     skill = read_skill(skill_path)
     benchmark = checked_benchmark(cfg, (split,))
-    roles = build_roles(cfg, optimizer=False)
+    roles = build_roles(cfg, call_cache(cfg, use_cache), optimizer=False)
     out = out or default_out(cfg, "eval")
     session = open_session(cfg, out)
     with RunLock(out / ".lock"):
-        session.run.write_json("config.json", cfg.to_json())
+        session.run.write_json("config.json", cfg.portable().to_json())
         trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
         try:
             results = trainer.rollouts(trainer.benchmark_split(split), skill, Path("rollouts") / split, "eval", 0)

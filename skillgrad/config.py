@@ -127,6 +127,12 @@ class BudgetConfig(_Section):
     max_calls: int | None = Field(None, gt=0)
 
 
+class CacheConfig(_Section):
+    enabled: bool = True  # identical calls are answered from disk, within and across runs
+    dir: str | None = None  # default: ~/.cache/skillgrad/calls
+    salt: str = ""  # change to deliberately resample every call
+
+
 class TrackingConfig(_Section):
     mlflow: bool = False
     mlflow_uri: str | None = None
@@ -140,6 +146,7 @@ class Config(_Section):
     train: TrainConfig = Field(default_factory=TrainConfig)
     optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     base_dir: Path = Field(default=Path("."), exclude=True)  # relative paths resolve against the config
 
@@ -151,6 +158,15 @@ class Config(_Section):
         """The resolved config in the YAML's nested shape; secrets redacted."""
         data: dict[str, Any] = json.loads(self.model_dump_json())
         return data
+
+    def portable(self) -> Config:
+        """A copy whose file paths are absolute, so it means the same when reloaded elsewhere."""
+        copy = self.model_copy(deep=True)
+        for section, key in (("benchmark", "data"), ("skill", "init"), ("cache", "dir")):
+            value = getattr(getattr(copy, section), key)
+            if value and self.resolve_path(value).exists():  # hub ids and the like stay as given
+                setattr(getattr(copy, section), key, str(self.resolve_path(value).resolve()))
+        return copy
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,13 +270,30 @@ def load_config(
     """Load, override, validate and resolve a config. Raises UserError naming the bad key."""
     source = str(path) if path else "config"
     data = _read_yaml(Path(path)) if path else {}
+    return config_from_data(
+        data, source, overrides, base_dir=Path(path).resolve().parent if path else None,
+        backend=backend, optimizer_backend=optimizer_backend, target_backend=target_backend,
+    )
+
+
+def config_from_data(
+    data: dict[str, Any],
+    source: str,
+    overrides: list[str] | None = None,
+    *,
+    base_dir: Path | None = None,
+    backend: str | None = None,
+    optimizer_backend: str | None = None,
+    target_backend: str | None = None,
+) -> Config:
+    """Validate an already-parsed mapping (a YAML file, or a run's stored config.json)."""
     for item in overrides or []:
         apply_override(data, item)
     try:
         cfg = Config.model_validate(data)
     except ValidationError as exc:
         raise UserError(_describe(source, exc)) from None
-    if path:
-        cfg.base_dir = Path(path).resolve().parent
+    if base_dir is not None:
+        cfg.base_dir = base_dir
     resolve_roles(cfg, backend=backend, optimizer_backend=optimizer_backend, target_backend=target_backend)
     return cfg

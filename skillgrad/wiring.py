@@ -10,11 +10,13 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from skillgrad.backends.registry import make_agent, make_chat, spec_for
 from skillgrad.benchmarks.base import SPLITS, Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.budget import Ledger
+from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.loop.events import Events, Observer
@@ -50,13 +52,34 @@ def checked_benchmark(cfg: Config, splits: tuple[str, ...]) -> Benchmark:
     return benchmark
 
 
-def build_roles(cfg: Config, *, optimizer: bool = True) -> Roles:
-    target_spec = spec_for(cfg.model.backend_for("target"))
-    return Roles(
-        optimizer=make_chat(cfg, "optimizer") if optimizer else None,
-        agent=make_agent(cfg),
-        harness=target_spec.harness,
-    )
+DEFAULT_CACHE_DIR = Path("~/.cache/skillgrad/calls")
+
+
+def call_cache(cfg: Config, enabled: bool = True) -> CallCache:
+    root = cfg.resolve_path(cfg.cache.dir) if cfg.cache.dir else DEFAULT_CACHE_DIR.expanduser()
+    return CallCache(root, enabled=enabled and cfg.cache.enabled)
+
+
+def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Roles:
+    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key."""
+    m = cfg.model
+    target = spec_for(m.backend_for("target"))
+    sampling = {"temperature": m.temperature, "max_output_tokens": m.max_output_tokens}
+    chat = None
+    if optimizer:
+        chat = CachedChatModel(
+            make_chat(cfg, "optimizer"), cache, salt=cfg.cache.salt,
+            sampling={**sampling, "base_url": m.base_url_for("optimizer")},
+        )
+    settings: dict[str, Any] = {**sampling, "base_url": m.base_url_for("target"), "effort": m.effort_for("target")}
+    if target.harness:
+        settings.update(
+            tools=m.claude_code_allowed_tools, max_turns=m.claude_code_max_turns,
+            permission_mode=m.claude_code_permission_mode, skill_name=cfg.skill.name,
+        )
+    agent = CachedAgent(make_agent(cfg), cache, salt=cfg.cache.salt, settings=settings,
+                        snapshot_workspace=target.harness)
+    return Roles(optimizer=chat, agent=agent, harness=target.harness)
 
 
 def default_out(cfg: Config, kind: str) -> Path:

@@ -66,6 +66,7 @@ def write_config(tmp_path: Path, server: ScriptedOpenAI, **train) -> Path:
         "  optimizer_model: fake-optimizer", "  target_model: fake-target", "  max_retries: 3",
         "train:", *[f"  {k}: {v}" for k, v in settings.items()],
         "optimizer:", "  learning_rate: 2", "  min_learning_rate: 1",
+        "cache:", f"  dir: {tmp_path / 'cache'}",
     ]
     path = tmp_path / "config.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -209,7 +210,7 @@ def test_results_do_not_depend_on_completion_order(tmp_path: Path) -> None:
         with ScriptedOpenAI(handler) as server:
             out = tmp_path / f"run{seed}"
             cfg = write_config(tmp_path, server, concurrency=4, batch_size=2, minibatch_size=1)
-            proc = skillgrad("train", "--config", str(cfg), "--out", str(out))
+            proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--no-cache")
             assert proc.returncode == 0, proc.stderr
         steps = [{k: v for k, v in s.items() if k != "usage"} for s in history(out)]
         return steps, (out / "best_skill.md").read_text(encoding="utf-8")

@@ -13,6 +13,7 @@ from typing import Any
 
 from skillgrad.backends.base import Agent, AgentResult
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Score, Task
+from skillgrad.cache import saved_usage
 
 
 @dataclass
@@ -28,7 +29,8 @@ class Rollout:
             "expected": list(self.task.answers),
             "is_error": self.result.is_error,
             "error": self.result.error,
-            "usage": self.result.usage.to_json(),
+            # What the rollout cost, whether paid now or answered from the call cache.
+            "usage": (saved_usage(self.result) or self.result.usage).to_json(),
         }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from skillgrad.backends.base import Agent, ChatModel, Usage
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Task
 from skillgrad.budget import Ledger
+from skillgrad.cache import saved_usage
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError
 from skillgrad.loop.events import Events
@@ -62,8 +63,9 @@ class Trainer:
         self._lock = threading.Lock()
 
     # -- accounting -----------------------------------------------------------------------------
-    def _record(self, role: str, stage: str, usage: Usage) -> None:
-        self.ledger.record(role, stage, usage)
+    def _record(self, role: str, stage: str, usage: Usage, saved: Usage | None) -> None:
+        """Paid usage counts against the budget; `saved` is what a cache hit avoided paying."""
+        self.ledger.record(role, stage, usage, saved=saved)
         with self._lock:
             self._step_usage[role] = self._step_usage.get(role, Usage()) + usage
 
@@ -77,7 +79,7 @@ class Trainer:
         done = [0]
 
         def on_done(index: int, rollout: Rollout) -> None:
-            self._record("target", stage, rollout.result.usage)
+            self._record("target", stage, rollout.result.usage, saved_usage(rollout.result))
             self.run.write_rollout(prefix, rollout, harness=self.roles.harness, caps=self.caps)
             with self._lock:
                 done[0] += 1
@@ -116,7 +118,7 @@ class Trainer:
                 self.run.write_json(self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json",
                                     {"minibatch": index, "error": str(exc)})
                 return exc
-            self._record("optimizer", "reflect", reply.usage)
+            self._record("optimizer", "reflect", reply.usage, saved_usage(reply))
             self.run.write_json(
                 self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json",
                 {"minibatch": index, "tasks": [r.task.id for r in minibatch],
@@ -243,7 +245,7 @@ class Trainer:
                     if state.rejected_epoch != epoch:
                         state.rejected_edits, state.rejected_epoch = [], epoch
                     self.step(state, step, epoch, batch, total_steps)
-                    self.run.write_json("state.json", state.to_json())
+                    self.checkpoint(state)
             test = self.final_test(state) if self.cfg.benchmark.test_size > 0 else None
         except BudgetStop as stop:
             stopped, test = "budget", None
@@ -270,8 +272,12 @@ class Trainer:
         score = mean_score(val)
         state = TrainState(current_text=text, current_score=score, baseline_score=score, best_score=score)
         state.val_scores[SkillDoc(text).content_hash] = score
-        self.run.write_json("state.json", state.to_json())
+        self.checkpoint(state)
         return state
+
+    def checkpoint(self, state: TrainState) -> None:
+        """The resume point: written only after a unit of work is complete on disk."""
+        self.run.write_json("state.json", {**state.to_json(), "ledger": self.ledger.to_json()})
 
     def final_test(self, state: TrainState) -> dict[str, Any]:
         tasks = self.benchmark_split("test")

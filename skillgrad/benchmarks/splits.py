@@ -1,0 +1,188 @@
+"""Reading benchmark data and splitting it: JSONL rows, safe task ids, seeded disjoint splits.
+
+Every error here is a `UserError` with one line naming the file (and line) and the fix, because
+benchmark data is user input.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import random
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from skillgrad.benchmarks.base import SPLITS, Split, Task
+from skillgrad.config import BenchmarkConfig
+from skillgrad.errors import UserError
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_task_id(raw: object) -> str:
+    """A folder-safe id for `raw`, stable across runs.
+
+    Ids already made of `[A-Za-z0-9._-]` (not starting with a dot, at most 80 chars) come back
+    unchanged so run folders stay readable. Anything else (`../x`, `/etc`, `a/b`, NUL, spaces,
+    unicode) becomes a slug plus a hash of the original, so two different raw ids never map to
+    the same folder (`a/b` and `a_b` differ) and no id can escape its parent folder.
+    """
+    text = str(raw)
+    if _SAFE_ID.fullmatch(text) and text not in (".", ".."):
+        return text
+    slug = _UNSAFE_RUN.sub("_", text).strip("._-")[:60] or "task"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{slug}-{digest}"
+
+
+def _open_lines(path: Path) -> Iterator[bytes]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as handle:
+        yield from handle
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each non-blank line; `.jsonl.gz` is read transparently."""
+    if not path.is_file():
+        raise UserError(f"{path}: data file not found; set benchmark.data to an existing JSONL file")
+    try:
+        for lineno, raw in enumerate(_open_lines(path), start=1):
+            where = f"{path}:{lineno}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UserError(f"{where}: not UTF-8 text; save the file as UTF-8") from None
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"{where}: not valid JSON ({exc.msg}); fix or remove that line") from None
+            if not isinstance(row, dict):
+                raise UserError(f"{where}: expected a JSON object per line, got {type(row).__name__}")
+            yield lineno, row
+    except (OSError, EOFError) as exc:  # gzip errors are OSError subclasses
+        raise UserError(f"{path}: cannot read ({exc}); check the file") from None
+
+
+def read_id_manifest(path: Path) -> list[str]:
+    """Ids from a manifest: a JSON array or JSONL of `{"id": ...}` objects (or bare strings)."""
+    if not path.is_file():
+        raise UserError(f"{path}: id manifest not found; point benchmark.options.manifest at it")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rows = data if isinstance(data, list) else [data]
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text; save the manifest as UTF-8") from None
+    except json.JSONDecodeError:
+        rows = [row for _, row in iter_jsonl(path)]
+    ids = [row.get("id", row.get("key")) if isinstance(row, dict) else row for row in rows]
+    if not ids or not all(isinstance(i, str | int) and str(i) for i in ids):
+        raise UserError(f'{path}: expected {{"id": ...}} entries; found none or an entry without an id')
+    return [str(i) for i in ids]
+
+
+def text_field(row: dict[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
+    value = row.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise UserError(f"{where}: field '{key}' must be a non-empty string")
+    return value
+
+
+def answers_field(row: dict[str, Any], where: str, key: str = "answers") -> tuple[str, ...]:
+    """`answers` as a list of strings; a single string (`answer`) is accepted too."""
+    value = row.get(key, row.get("answer"))
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str | int | float) for v in value):
+        raise UserError(f"{where}: field '{key}' must be a non-empty list of strings")
+    return tuple(str(v) for v in value)
+
+
+def row_id(row: dict[str, Any], where: str, default: str) -> str:
+    value = row.get("id", default)
+    if not isinstance(value, str | int) or isinstance(value, bool) or str(value) == "":
+        raise UserError(f"{where}: field 'id' must be a non-empty string or integer")
+    return str(value)
+
+
+def check_unique(tasks: Sequence[Task], source: str) -> None:
+    """Duplicate ids would overwrite each other's run folders and skew scores: reject them."""
+    seen: set[str] = set()
+    for task in tasks:
+        key = str(task.meta.get("source_id", task.id))
+        if key in seen or task.id in seen:
+            raise UserError(f"{source}: duplicate task id {key!r}; give every item a unique id")
+        seen.update({key, task.id})
+
+
+def split_sizes(cfg: BenchmarkConfig) -> dict[Split, int]:
+    return {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}
+
+
+def split_pool(tasks: Sequence[Task], split: Split, cfg: BenchmarkConfig, source: str) -> list[Task]:
+    """The `split` part of one pool: sorted by id, shuffled by `cfg.seed`, cut train | val | test.
+
+    Sorting first makes the split independent of the file's line order; the three parts never
+    overlap. Raises UserError when the sizes do not fit the data or the split asked for is empty.
+    """
+    check_unique(tasks, source)
+    sizes = split_sizes(cfg)
+    total = sum(sizes.values())
+    if total > len(tasks):
+        raise UserError(
+            f"{source}: train_size + val_size + test_size = {sizes['train']} + {sizes['val']} + "
+            f"{sizes['test']} = {total} but the data has {len(tasks)} items; lower the sizes "
+            f"(e.g. --set benchmark.train_size=N) or add items"
+        )
+    _require_nonempty(split, sizes[split], source)
+    order = sorted(tasks, key=lambda t: t.id)
+    random.Random(cfg.seed).shuffle(order)
+    start = sum(sizes[s] for s in SPLITS[: SPLITS.index(split)])
+    return order[start : start + sizes[split]]
+
+
+def take_split(tasks: Sequence[Task], split: Split, cfg: BenchmarkConfig, source: str) -> list[Task]:
+    """For data that comes pre-split (a manifest per split): a seeded sample of the split's size."""
+    check_unique(tasks, source)
+    size = split_sizes(cfg)[split]
+    _require_nonempty(split, size, source)
+    if size > len(tasks):
+        raise UserError(
+            f"{source}: {split}_size = {size} but the {split} split has {len(tasks)} items; "
+            f"lower it with --set benchmark.{split}_size={len(tasks)}"
+        )
+    order = sorted(tasks, key=lambda t: t.id)
+    random.Random(cfg.seed).shuffle(order)
+    return order[:size]
+
+
+def _require_nonempty(split: Split, size: int, source: str) -> None:
+    if size == 0:
+        raise UserError(f"{source}: the {split} split is empty; set --set benchmark.{split}_size=N (N >= 1)")
+
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+def parse_options(model: type[OptionsT], cfg: BenchmarkConfig) -> OptionsT:
+    """Validate `benchmark.options` for one benchmark; unknown keys name the allowed ones."""
+    try:
+        return model.model_validate(cfg.options)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            allowed = ", ".join(model.model_fields) or "(none)"
+            raise UserError(
+                f"benchmark.options.{key}: unknown option for benchmark '{cfg.name}'; allowed: {allowed}"
+            ) from None
+        raise UserError(f"benchmark.options.{key}: {err['msg']} (got {err.get('input')!r})") from None

@@ -1,0 +1,80 @@
+"""Continue a run folder: the same config, the last completed step, the ledger so far.
+
+What makes a resume pay nothing twice is the call cache (every finished model call and rollout is
+on disk); this module restores the trainer's position and refuses to mix two different runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from skillgrad.atomic import read_jsonl_repairing, write_text_atomic
+from skillgrad.budget import Ledger
+from skillgrad.config import Config, config_from_data
+from skillgrad.errors import UserError
+from skillgrad.loop.state import TrainState
+
+REDACTED_SECRET = "**********"  # how pydantic writes a SecretStr into config.json
+# Sections a resume may change: spending caps, experiment tracking and the cache location.
+MUTABLE_SECTIONS = ("budget", "tracking", "cache")
+
+
+def _drop_redacted(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _drop_redacted(v) for k, v in node.items() if v != REDACTED_SECRET}
+    return node
+
+
+def stored_config(out: Path, overrides: list[str], **roles: str | None) -> Config:
+    """The run's own config (secrets come back from the environment, as they were never stored)."""
+    path = out / "config.json"
+    if not path.is_file():
+        raise UserError(f"{out}: not a skillgrad run folder (no config.json); check the --resume path")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        raise UserError(f"{path}: unreadable config.json; this run folder cannot be resumed") from None
+    return config_from_data(_drop_redacted(data), str(path), overrides, base_dir=out, **roles)
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(node, dict):
+        return {prefix: node}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        out.update(_flatten(value, f"{prefix}.{key}" if prefix else key))
+    return out
+
+
+def check_same_config(out: Path, cfg: Config) -> None:
+    """Refuse to resume with a config that would make a different run."""
+    stored = _flatten(_drop_redacted(json.loads((out / "config.json").read_text(encoding="utf-8"))))
+    current = _flatten(_drop_redacted(cfg.portable().to_json()))
+    changed = sorted(
+        key for key in set(stored) | set(current)
+        if stored.get(key) != current.get(key) and key.split(".")[0] not in MUTABLE_SECTIONS
+    )
+    if changed:
+        shown = ", ".join(f"{k} ({stored.get(k)!r} -> {current.get(k)!r})" for k in changed[:3])
+        raise UserError(
+            f"{out}: cannot resume with a different config: {shown}; resume without --config/--set, "
+            f"or start a new run with another --out"
+        )
+
+
+def load_checkpoint(out: Path, cfg: Config) -> tuple[TrainState | None, Ledger]:
+    """The state after the last completed step (None: the baseline never finished) and the
+    ledger; history.jsonl is cut back to that step, its torn tail repaired."""
+    path = out / "state.json"
+    if not path.is_file():
+        return None, Ledger(cfg.budget)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    ledger = Ledger.from_json(data.pop("ledger", {}), cfg.budget)
+    state = TrainState.from_json(data)
+    history = out / "history.jsonl"
+    if history.exists():
+        kept = [r for r in read_jsonl_repairing(history) if int(r.get("step", 0)) <= state.step]
+        write_text_atomic(history, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+    return state, ledger

@@ -21,8 +21,10 @@ from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.loop.events import Events, Observer
 from skillgrad.loop.trainer import Roles
+from skillgrad.progress import make_observers
 from skillgrad.redact import Redactor
 from skillgrad.runs import RunDir
+from skillgrad.tracking import make_tracking_observer
 
 
 def read_skill(path: Path) -> str:
@@ -68,17 +70,26 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Rol
     chat = None
     if optimizer:
         chat = CachedChatModel(
-            make_chat(cfg, "optimizer"), cache, salt=cfg.cache.salt,
+            make_chat(cfg, "optimizer"),
+            cache,
+            salt=cfg.cache.salt,
             sampling={**sampling, "base_url": m.base_url_for("optimizer")},
         )
-    settings: dict[str, Any] = {**sampling, "base_url": m.base_url_for("target"), "effort": m.effort_for("target")}
+    settings: dict[str, Any] = {
+        **sampling,
+        "base_url": m.base_url_for("target"),
+        "effort": m.effort_for("target"),
+    }
     if target.harness:
         settings.update(
-            tools=m.claude_code_allowed_tools, max_turns=m.claude_code_max_turns,
-            permission_mode=m.claude_code_permission_mode, skill_name=cfg.skill.name,
+            tools=m.claude_code_allowed_tools,
+            max_turns=m.claude_code_max_turns,
+            permission_mode=m.claude_code_permission_mode,
+            skill_name=cfg.skill.name,
         )
-    agent = CachedAgent(make_agent(cfg), cache, salt=cfg.cache.salt, settings=settings,
-                        snapshot_workspace=target.harness)
+    agent = CachedAgent(
+        make_agent(cfg), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
+    )
     return Roles(optimizer=chat, agent=agent, harness=target.harness)
 
 
@@ -98,13 +109,10 @@ class Session:
 
 def open_session(cfg: Config, out: Path, *, resume: bool = False) -> Session:
     redactor = Redactor.from_config(cfg, os.environ)
+    tracker = make_tracking_observer(cfg, out)  # may refuse (no mlflow): before anything is written
     run = RunDir(out, redactor.redact)
     run.create(allow_existing=resume)
-    observers: list[Observer] = []
-    try:
-        from skillgrad.progress import make_observers
-
-        observers = list(make_observers(out, sys.stdout))
-    except ImportError:
-        pass
+    observers: list[Observer] = list(make_observers(out, sys.stdout))
+    if tracker is not None:
+        observers.append(tracker)
     return Session(run, Events(observers), Ledger(cfg.budget), redactor)

@@ -1,0 +1,247 @@
+"""Reads a run folder (or an eval folder) into plain records the report renders.
+
+Only `history.jsonl`, `summary.json` or `eval.json` is required; everything else (test split,
+traces of a chat target, a summary of a run still in progress) is optional and simply left out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillgrad.errors import UserError
+from skillgrad.traces.steps import TraceStep
+
+SPLIT_ORDER = {"val": 0, "test": 1, "train": 2}
+
+
+@dataclass
+class TaskRollout:
+    task_id: str
+    question: str = ""
+    context: str = ""
+    score: float | None = None
+    passed: bool | None = None
+    answer: str = ""
+    expected: list[str] = field(default_factory=list)
+    feedback: str = ""
+    is_error: bool = False
+    error: str | None = None
+    trace: list[TraceStep] = field(default_factory=list)
+    trace_text: str | None = None  # claude_trace_steps.txt, shown when there is no trace.json
+
+    @property
+    def tool_errors(self) -> int:
+        return sum(1 for s in self.trace if s.is_error)
+
+
+@dataclass
+class RolloutSet:
+    """The tasks one skill version ran on one split: a step's rollouts or a final test."""
+
+    key: str
+    title: str
+    split: str
+    step: int | None
+    version: str | None
+    tasks: list[TaskRollout]
+
+    @property
+    def mean(self) -> float | None:
+        scores = [t.score for t in self.tasks if t.score is not None]
+        return sum(scores) / len(scores) if scores else None
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for t in self.tasks if t.passed)
+
+
+@dataclass
+class Run:
+    path: Path
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    history: list[dict[str, Any]]
+    skills: dict[str, str]  # version -> text, v0000 first
+    best_skill: str | None
+    rollout_sets: list[RolloutSet]
+    eval: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def set_for(
+        self, split: str, *, step: int | None = None, version: str | None = None
+    ) -> RolloutSet | None:
+        for rs in self.rollout_sets:
+            if (
+                rs.split == split
+                and (step is None or rs.step == step)
+                and (version is None or rs.version == version)
+            ):
+                return rs
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# file readers: every malformed file becomes a one-line UserError naming it
+
+
+def _read_json(path: Path, default: Any = None) -> Any:
+    if not path.is_file():
+        return default
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not valid UTF-8 JSON ({exc}); is the run folder damaged?") from None
+
+
+def _read_text(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _read_history(path: Path) -> list[dict[str, Any]]:
+    """History rows; a torn last line (a run still writing, or killed) is skipped, not repaired:
+    the report only reads, it never touches a run that may still be going."""
+    rows: list[dict[str, Any]] = []
+    if not path.is_file():
+        return rows
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines):
+                break
+            raise UserError(f"{path}:{n}: not a JSON line; is the run folder damaged?") from None
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def _read_trace(folder: Path) -> list[TraceStep]:
+    raw = _read_json(folder / "trace.json", [])
+    steps = []
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, dict) and "kind" in item:
+            steps.append(TraceStep.from_json({**item, "text": str(item.get("text", ""))}))
+    return steps
+
+
+def _as_float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def read_task(folder: Path) -> TaskRollout:
+    score = _read_json(folder / "score.json", {}) or {}
+    task = _read_json(folder / "task.json", {}) or {}
+    answer = _read_text(folder / "answer.txt")
+    expected = score.get("expected") or task.get("answers") or []
+    return TaskRollout(
+        task_id=str(task.get("id") or folder.name),
+        question=str(task.get("question") or ""),
+        context=str(task.get("context") or ""),
+        score=_as_float(score.get("value")),
+        passed=score.get("passed") if isinstance(score.get("passed"), bool) else None,
+        answer=answer if answer is not None else str(score.get("answer") or ""),
+        expected=[str(e) for e in expected] if isinstance(expected, list) else [str(expected)],
+        feedback=str(score.get("feedback") or ""),
+        is_error=bool(score.get("is_error", False)),
+        error=score.get("error"),
+        trace=_read_trace(folder),
+        trace_text=_read_text(folder / "claude_trace_steps.txt"),
+    )
+
+
+def _read_set(
+    folder: Path, key: str, title: str, split: str, step: int | None, version: str | None
+) -> RolloutSet:
+    tasks = [read_task(d) for d in sorted(folder.iterdir()) if d.is_dir()]
+    return RolloutSet(key, title, split, step, version, tasks)
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+
+
+def _version_at_step(history: list[dict[str, Any]], step: int) -> str | None:
+    for row in history:
+        if row.get("step") == step:
+            return row.get("version")
+    return None
+
+
+def _rollout_sets(path: Path, history: list[dict[str, Any]]) -> list[RolloutSet]:
+    sets: list[RolloutSet] = []
+    test_root = path / "test"
+    if test_root.is_dir():
+        for vdir in sorted(d for d in test_root.iterdir() if d.is_dir()):
+            sets.append(_read_set(vdir, f"test-{vdir.name}", f"test · {vdir.name}", "test", None, vdir.name))
+    steps_root = path / "steps"
+    for sdir in sorted(d for d in steps_root.iterdir() if d.is_dir()) if steps_root.is_dir() else []:
+        if not sdir.name.isdigit():
+            continue
+        step = int(sdir.name)
+        for split_dir in sorted((sdir / "rollouts").glob("*"), key=lambda d: SPLIT_ORDER.get(d.name, 9)):
+            if not split_dir.is_dir():
+                continue
+            version = "v0000" if step == 0 else _version_at_step(history, step)
+            label = "baseline" if step == 0 else f"step {step}"
+            title = f"{label} · {split_dir.name}" + (f" · {version}" if version and step else "")
+            sets.append(
+                _read_set(split_dir, f"step{step}-{split_dir.name}", title, split_dir.name, step, version)
+            )
+    rollouts = path / "rollouts"  # an eval folder
+    for split_dir in sorted(rollouts.glob("*")) if rollouts.is_dir() else []:
+        if split_dir.is_dir():
+            sets.append(
+                _read_set(
+                    split_dir,
+                    f"eval-{split_dir.name}",
+                    f"eval · {split_dir.name}",
+                    split_dir.name,
+                    None,
+                    None,
+                )
+            )
+    return sets
+
+
+def _skills(path: Path) -> dict[str, str]:
+    folder = path / "skills"
+    files = sorted(folder.glob("v*.md")) if folder.is_dir() else []
+    return {f.stem: f.read_text(encoding="utf-8", errors="replace") for f in files}
+
+
+def load_run(path: Path) -> Run:
+    """Read the run (or eval) folder at `path`; a folder that is neither raises UserError."""
+    path = Path(path)
+    if not path.is_dir():
+        raise UserError(f"{path}: no such run folder; pass the --out folder of `skillgrad train` or `eval`")
+    markers = ("history.jsonl", "summary.json", "eval.json")
+    if not any((path / m).is_file() for m in markers):
+        raise UserError(
+            f"{path}: not a skillgrad run folder (none of {', '.join(markers)}); "
+            "pass the --out folder of `skillgrad train` or `skillgrad eval`"
+        )
+    history = _read_history(path / "history.jsonl")
+    summary = _read_json(path / "summary.json", {}) or {}
+    if not isinstance(summary, dict):
+        raise UserError(f"{path / 'summary.json'}: expected a JSON object; is the run folder damaged?")
+    return Run(
+        path=path,
+        config=_read_json(path / "config.json", {}) or {},
+        summary=summary,
+        history=history,
+        skills=_skills(path),
+        best_skill=_read_text(path / "best_skill.md"),
+        rollout_sets=_rollout_sets(path, history),
+        eval=_read_json(path / "eval.json"),
+    )

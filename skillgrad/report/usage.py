@@ -1,0 +1,91 @@
+"""Usage and cost in the report, read from either shape the run folder holds.
+
+Summaries and eval.json hold the ledger's buckets (`known_usd` + `unknown_cost_calls`); history
+rows and score.json hold `Usage` (`cost_usd`, None = unknown). Both become a `Bucket`, so a cost
+that is only partly known shows as a lower bound instead of silently as $0 or as nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillgrad.backends.base import Usage
+from skillgrad.budget import Bucket
+from skillgrad.report.data import Run
+
+
+def to_bucket(data: dict[str, Any]) -> Bucket:
+    if "known_usd" in data or "unknown_cost_calls" in data:
+        return Bucket.from_json(data)
+    bucket = Bucket()
+    bucket.add(Usage.from_json(data))
+    return bucket
+
+
+def merge(*buckets: Bucket) -> Bucket:
+    total = Bucket()
+    for b in buckets:
+        total.input_tokens += b.input_tokens
+        total.output_tokens += b.output_tokens
+        total.calls += b.calls
+        total.known_usd += b.known_usd
+        total.unknown_cost_calls += b.unknown_cost_calls
+    return total
+
+
+def fmt_cost(bucket: Bucket) -> str:
+    if not bucket.unknown_cost_calls:
+        return f"${bucket.known_usd:.4f}"
+    if bucket.known_usd > 0:
+        return f"≥ ${bucket.known_usd:.4f} ({bucket.unknown_cost_calls} calls unpriced)"
+    return "unknown"
+
+
+def _ledger(run: Run) -> dict[str, Any]:
+    for source in (run.summary, run.eval or {}):
+        usage = source.get("usage")
+        if isinstance(usage, dict) and usage:
+            return usage
+    return {}
+
+
+def by_role(run: Run) -> list[tuple[str, Bucket]]:
+    raw = _ledger(run).get("by_role")
+    if isinstance(raw, dict):
+        return sorted((role, to_bucket(u)) for role, u in raw.items() if isinstance(u, dict))
+    totals: dict[str, Bucket] = {}  # a run without a summary yet: add up its steps
+    for row in run.history:
+        for role, u in (row.get("usage") or {}).items():
+            if isinstance(u, dict):
+                totals[role] = merge(totals.get(role, Bucket()), to_bucket(u))
+    return sorted(totals.items())
+
+
+def total(run: Run) -> Bucket:
+    raw = _ledger(run).get("total")
+    return to_bucket(raw) if isinstance(raw, dict) else merge(*(b for _, b in by_role(run)))
+
+
+def by_stage(run: Run) -> list[tuple[str, str, Bucket]]:
+    """(role, stage, usage) rows: from `by_role_stage` ("role/stage"), else a nested or flat `by_stage`."""
+    ledger = _ledger(run)
+    rows: list[tuple[str, str, Bucket]] = []
+    flat = ledger.get("by_role_stage")
+    if isinstance(flat, dict):
+        for key, u in flat.items():
+            role, _, stage = str(key).partition("/")
+            if isinstance(u, dict):
+                rows.append((role, stage, to_bucket(u)))
+        return sorted(rows, key=lambda r: (r[0], r[1]))
+    nested = ledger.get("by_stage")
+    for key, value in nested.items() if isinstance(nested, dict) else []:
+        if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()) and value:
+            rows += [(key, stage, to_bucket(u)) for stage, u in value.items()]  # {role: {stage: usage}}
+        elif isinstance(value, dict):
+            rows.append(("", key, to_bucket(value)))  # {stage: usage}
+    return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def step_usage(row: dict[str, Any]) -> Bucket:
+    usage = row.get("usage") or {}
+    return merge(*(to_bucket(u) for u in usage.values() if isinstance(u, dict)))

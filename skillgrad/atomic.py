@@ -8,6 +8,7 @@ last line of a JSONL file, which `read_jsonl_repairing` (and `append_jsonl`) cut
 from __future__ import annotations
 
 import contextlib
+import functools
 import fcntl
 import json
 import os
@@ -35,12 +36,22 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+@functools.cache
+def _umask() -> int:
+    """The process umask, read once (reading it means setting it, which is not thread-safe)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = True) -> None:
     """Write `data` to a temp file next to `path`, then rename over it (same filesystem)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp creates 0600; artifacts get the usual mode a plain open() would give.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -17,18 +17,30 @@ from skillgrad.errors import UserError
 
 def _role_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", "-c", help="YAML config file")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override any config key, e.g. --set train.epochs=1 (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any config key, e.g. --set train.epochs=1 (repeatable)",
+    )
     for flag in ("backend", "optimizer-backend", "target-backend"):
         dest = flag.replace("-", "_")
         names = [f"--{flag}"] + ([f"--{dest}"] if dest != flag else [])
-        parser.add_argument(*names, dest=dest, metavar="NAME",
-                            help=f"backend for {'both roles' if flag == 'backend' else flag.split('-')[0]} "
-                                 f"({' | '.join(BACKEND_NAMES)})")
+        parser.add_argument(
+            *names,
+            dest=dest,
+            metavar="NAME",
+            help=f"backend for {'both roles' if flag == 'backend' else flag.split('-')[0]} "
+            f"({' | '.join(BACKEND_NAMES)})",
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="skillgrad", description="Train an agent's SKILL.md from scored runs.")
+    parser = argparse.ArgumentParser(
+        prog="skillgrad", description="Train an agent's SKILL.md from scored runs."
+    )
     parser.add_argument("--version", action="version", version=f"skillgrad {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -36,8 +48,11 @@ def _parser() -> argparse.ArgumentParser:
     _role_flags(train)
     train.add_argument("--out", help="run folder (default: runs/<time>-train-<benchmark>)")
     train.add_argument("--resume", metavar="OUT", help="continue an interrupted run folder")
-    train.add_argument("--estimate", action="store_true",
-                       help="print the projected calls and tokens of the configured run, spend nothing")
+    train.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the projected calls and tokens of the configured run, spend nothing",
+    )
     train.add_argument("--no-cache", action="store_true", help="do not answer calls from the call cache")
 
     ev = sub.add_parser("eval", help="score one skill on a split")
@@ -51,7 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     _role_flags(cfg)
 
     trace = sub.add_parser("trace", help="print a Claude Code session as the optimizer sees it")
-    trace.add_argument("file", help="stream-json output, a skillgrad transcript.jsonl, or a ~/.claude/projects session")
+    trace.add_argument(
+        "file", help="stream-json output, a skillgrad transcript.jsonl, or a ~/.claude/projects session"
+    )
     _role_flags(trace)
 
     report = sub.add_parser("report", help="write a self-contained HTML report of one run (or compare two)")
@@ -62,14 +79,19 @@ def _parser() -> argparse.ArgumentParser:
     _role_flags(backends)
 
     models = sub.add_parser("models", help="manage local model files")
-    models.add_argument("action", choices=["pull", "path"], help="pull: fetch the default GGUF; path: print it")
+    models.add_argument(
+        "action", choices=["pull", "path"], help="pull: fetch the default GGUF; path: print it"
+    )
     return parser
 
 
 def _load(args: argparse.Namespace) -> Config:
     return load_config(
-        args.config, args.overrides, backend=args.backend,
-        optimizer_backend=args.optimizer_backend, target_backend=args.target_backend,
+        args.config,
+        args.overrides,
+        backend=args.backend,
+        optimizer_backend=args.optimizer_backend,
+        target_backend=args.target_backend,
     )
 
 
@@ -85,8 +107,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise UserError(f"--out {args.out} and --resume {args.resume} differ; pass only --resume OUT")
     if args.resume and not args.config:
-        cfg = stored_config(Path(args.resume), args.overrides, backend=args.backend,
-                            optimizer_backend=args.optimizer_backend, target_backend=args.target_backend)
+        cfg = stored_config(
+            Path(args.resume),
+            args.overrides,
+            backend=args.backend,
+            optimizer_backend=args.optimizer_backend,
+            target_backend=args.target_backend,
+        )
     else:
         cfg = _load(args)
     if args.estimate:
@@ -140,8 +167,13 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
-    "train": cmd_train, "eval": cmd_eval, "config": cmd_config, "trace": cmd_trace,
-    "report": cmd_report, "backends": cmd_backends, "models": cmd_models,
+    "train": cmd_train,
+    "eval": cmd_eval,
+    "config": cmd_config,
+    "trace": cmd_trace,
+    "report": cmd_report,
+    "backends": cmd_backends,
+    "models": cmd_models,
 }
 
 

@@ -13,7 +13,13 @@ from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.trainer import Trainer, TrainingFailed
 from skillgrad.resume import check_same_config, load_checkpoint
 from skillgrad.wiring import (
-    build_roles, call_cache, checked_benchmark, default_out, initial_skill, open_session, read_skill,
+    build_roles,
+    call_cache,
+    checked_benchmark,
+    default_out,
+    initial_skill,
+    open_session,
+    read_skill,
 )
 
 
@@ -72,17 +78,25 @@ def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use
         session.run.write_json("config.json", cfg.portable().to_json())
         trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
         try:
-            results = trainer.rollouts(trainer.benchmark_split(split), skill, Path("rollouts") / split, "eval", 0)
+            results = trainer.rollouts(
+                trainer.benchmark_split(split), skill, Path("rollouts") / split, "eval", 0
+            )
         finally:
             session.events.close()
     report = {
-        "skill": str(skill_path), "split": split, "mean_score": mean_score(results), "n": len(results),
+        "skill": str(skill_path),
+        "split": split,
+        "mean_score": mean_score(results),
+        "n": len(results),
         "passed": sum(1 for r in results if r.score.passed),
         "errors": sum(1 for r in results if r.result.is_error),
-        "target_backend": cfg.model.target_backend, "target_model": roles.agent.model,
+        "target_backend": cfg.model.target_backend,
+        "target_model": roles.agent.model,
         "usage": session.ledger.to_json(),
     }
     session.run.write_json("eval.json", report)
-    print(f"{split}: mean score {report['mean_score']:.3f} over {report['n']} tasks "
-          f"({report['passed']} passed); details in {out}")
+    print(
+        f"{split}: mean score {report['mean_score']:.3f} over {report['n']} tasks "
+        f"({report['passed']} passed); details in {out}"
+    )
     return 0

@@ -271,8 +271,13 @@ def load_config(
     source = str(path) if path else "config"
     data = _read_yaml(Path(path)) if path else {}
     return config_from_data(
-        data, source, overrides, base_dir=Path(path).resolve().parent if path else None,
-        backend=backend, optimizer_backend=optimizer_backend, target_backend=target_backend,
+        data,
+        source,
+        overrides,
+        base_dir=Path(path).resolve().parent if path else None,
+        backend=backend,
+        optimizer_backend=optimizer_backend,
+        target_backend=target_backend,
     )
 
 

@@ -53,7 +53,8 @@ def check_same_config(out: Path, cfg: Config) -> None:
     stored = _flatten(_drop_redacted(json.loads((out / "config.json").read_text(encoding="utf-8"))))
     current = _flatten(_drop_redacted(cfg.portable().to_json()))
     changed = sorted(
-        key for key in set(stored) | set(current)
+        key
+        for key in set(stored) | set(current)
         if stored.get(key) != current.get(key) and key.split(".")[0] not in MUTABLE_SECTIONS
     )
     if changed:

@@ -45,7 +45,12 @@ class Edit:
         op = data.get("op")
         if op not in EDIT_OPS:
             raise ValueError(f"unknown edit op {op!r}; allowed: {', '.join(EDIT_OPS)}")
-        return cls(op, str(data.get("target") or ""), str(data.get("content") or ""), str(data.get("rationale") or ""))
+        return cls(
+            op,
+            str(data.get("target") or ""),
+            str(data.get("content") or ""),
+            str(data.get("rationale") or ""),
+        )
 
 
 @dataclass(frozen=True)

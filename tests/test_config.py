@@ -44,7 +44,9 @@ def test_target_pin_survives_backend_flag(tmp_path):
 
 
 def test_overrides_typed_and_nested(tmp_path):
-    cfg = load_config(write(tmp_path, "train:\n  epochs: 3\n"), ["train.epochs=1", "optimizer.lr_schedule=linear"])
+    cfg = load_config(
+        write(tmp_path, "train:\n  epochs: 3\n"), ["train.epochs=1", "optimizer.lr_schedule=linear"]
+    )
     assert cfg.train.epochs == 1 and cfg.optimizer.lr_schedule == "linear"
 
 
@@ -76,12 +78,16 @@ def test_unknown_backend_flag_and_missing_file(tmp_path):
 
 
 def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "skillgrad.cli", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "skillgrad.cli", *args], capture_output=True, text=True, cwd=cwd
+    )
 
 
 def test_config_command_prints_resolved_json_with_secrets_redacted(tmp_path):
     path = write(tmp_path, "model:\n  backend: openai_chat\n  api_key: sk-test-FAKE-0123456789abcdef\n")
-    proc = run_cli("config", "--config", str(path), "--optimizer_backend", "anthropic_chat", "--set", "train.epochs=5")
+    proc = run_cli(
+        "config", "--config", str(path), "--optimizer_backend", "anthropic_chat", "--set", "train.epochs=5"
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["model"]["optimizer_backend"] == "anthropic_chat"

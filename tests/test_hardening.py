@@ -43,14 +43,22 @@ def test_hostile_task_ids_stay_inside_the_run_folder(tmp_path: Path) -> None:
     data = tmp_path / "capitals.jsonl"
     with ScriptedOpenAI(world(GOOD_RULE)) as server:
         cfg = write_config(tmp_path, server)
-        rows = [{"id": h, "question": "What is the capital of France?", "answers": ["Paris"]} for h in hostile]
+        rows = [
+            {"id": h, "question": "What is the capital of France?", "answers": ["Paris"]} for h in hostile
+        ]
         data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
         out = tmp_path / "deep" / "run"
-        cfg.write_text(cfg.read_text().replace("val_size: 4", "val_size: 6").replace("train_size: 4", "train_size: 0")
-                       .replace("test_size: 2", "test_size: 0"))
+        cfg.write_text(
+            cfg.read_text()
+            .replace("val_size: 4", "val_size: 6")
+            .replace("train_size: 4", "train_size: 0")
+            .replace("test_size: 2", "test_size: 0")
+        )
         skill = tmp_path / "s.md"
         skill.write_text(GOOD_RULE, encoding="utf-8")
-        proc = skillgrad("eval", "--config", str(cfg), "--skill", str(skill), "--split", "val", "--out", str(out))
+        proc = skillgrad(
+            "eval", "--config", str(cfg), "--skill", str(skill), "--split", "val", "--out", str(out)
+        )
         assert proc.returncode == 0, proc.stderr
     assert not (tmp_path / "escape").exists() and not (tmp_path / "deep" / "escape").exists()
     folders = [p for p in (out / "rollouts" / "val").iterdir()]
@@ -72,17 +80,26 @@ def test_two_thousand_task_eval_at_concurrency_32(tmp_path: Path) -> None:
     with ScriptedOpenAI(answer) as server:
         cfg = write_config(tmp_path, server)
         rows = [
-            {"id": f"t{i:05d}", "question": f"What is the capital of {'France' if i % 2 else 'Italy'}? ({i})",
-             "answers": ["Paris" if i % 2 else "Rome"]}
+            {
+                "id": f"t{i:05d}",
+                "question": f"What is the capital of {'France' if i % 2 else 'Italy'}? ({i})",
+                "answers": ["Paris" if i % 2 else "Rome"],
+            }
             for i in range(n)
         ]
         data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-        text_cfg = cfg.read_text().replace("val_size: 4", f"val_size: {n}").replace("train_size: 4", "train_size: 0")
-        cfg.write_text(text_cfg.replace("test_size: 2", "test_size: 0").replace("concurrency: 2", "concurrency: 32"))
+        text_cfg = (
+            cfg.read_text().replace("val_size: 4", f"val_size: {n}").replace("train_size: 4", "train_size: 0")
+        )
+        cfg.write_text(
+            text_cfg.replace("test_size: 2", "test_size: 0").replace("concurrency: 2", "concurrency: 32")
+        )
         skill = tmp_path / "s.md"
         skill.write_text("Answer with the city only.", encoding="utf-8")
         out = tmp_path / "eval"
-        proc = skillgrad("eval", "--config", str(cfg), "--skill", str(skill), "--split", "val", "--out", str(out))
+        proc = skillgrad(
+            "eval", "--config", str(cfg), "--skill", str(skill), "--split", "val", "--out", str(out)
+        )
         assert proc.returncode == 0, proc.stderr
         assert len(server.requests) == n
     report = json.loads((out / "eval.json").read_text(encoding="utf-8"))

@@ -14,14 +14,24 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, server_error, text
-from tests.test_train_e2e import BAD_RULE, FAKE_KEY, GOOD_RULE, is_optimizer, skillgrad, target_answer, write_config
+from tests.test_train_e2e import (
+    BAD_RULE,
+    FAKE_KEY,
+    GOOD_RULE,
+    is_optimizer,
+    skillgrad,
+    target_answer,
+    write_config,
+)
 
 VOLATILE = {"usage", "wall_s", "time", "ledger"}  # what was paid in THIS process, and clocks
 
 
 def optimizer_reply(request: Request):
     rule = BAD_RULE if GOOD_RULE in request.user else GOOD_RULE
-    return json_reply({"edits": [{"op": "add", "target": "", "content": rule, "rationale": "r"}]}, usage=(200, 30))
+    return json_reply(
+        {"edits": [{"op": "add", "target": "", "content": rule, "rationale": "r"}]}, usage=(200, 30)
+    )
 
 
 class World:
@@ -51,9 +61,17 @@ def config(tmp_path: Path, server: ScriptedOpenAI, name: str) -> Path:
 
 def train(cfg: Path, out: Path, world: World, *extra: str) -> int:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skillgrad.cli", "train", *extra, *(["--config", str(cfg), "--out", str(out)]
-                                                                   if not extra else [])],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "skillgrad.cli",
+            "train",
+            *extra,
+            *(["--config", str(cfg), "--out", str(out)] if not extra else []),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     world.pid = proc.pid
     _, err = proc.communicate(timeout=240)
@@ -96,7 +114,9 @@ def test_sigkill_anywhere_then_resume_matches_clean_run(tmp_path: Path, seed: in
         cfg, out = config(tmp_path, server, "killed"), tmp_path / "killed-run"
         world.kill_at = kills[0]
         assert train(cfg, out, world) == -signal.SIGKILL
-        world.kill_at = kills[1] - kills[0] + len(world.answered) if kills[1] > len(world.answered) + 1 else None
+        world.kill_at = (
+            kills[1] - kills[0] + len(world.answered) if kills[1] > len(world.answered) + 1 else None
+        )
         code = train(cfg, out, world, "--resume", str(out))
         if code == -signal.SIGKILL:
             code = train(cfg, out, world, "--resume", str(out))
@@ -165,7 +185,10 @@ def test_no_secret_reaches_the_run_folder(tmp_path: Path) -> None:
         env = {**os.environ, "ANTHROPIC_API_KEY": env_secret}
         proc = subprocess.run(
             [sys.executable, "-m", "skillgrad.cli", "train", "--config", str(cfg), "--out", str(out)],
-            capture_output=True, text=True, env=env, timeout=240,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=240,
         )
         assert proc.returncode == 0, proc.stderr
     blob = "".join(p.read_text(encoding="utf-8") for p in out.rglob("*") if p.is_file())

@@ -11,7 +11,9 @@ Use metric units.
 
 
 def test_add_appends_at_end_and_after_anchor():
-    doc, out = SkillDoc(SKILL).apply([Edit("add", "", "Dates as YYYY-MM-DD."), Edit("add", "Answer briefly.", "One line only.")])
+    doc, out = SkillDoc(SKILL).apply(
+        [Edit("add", "", "Dates as YYYY-MM-DD."), Edit("add", "Answer briefly.", "One line only.")]
+    )
     assert [o.status for o in out] == ["applied", "applied"]
     assert doc.text.rstrip().endswith("Dates as YYYY-MM-DD.")
     assert "Answer briefly.\nOne line only.\n" in doc.text
@@ -19,7 +21,10 @@ def test_add_appends_at_end_and_after_anchor():
 
 def test_replace_and_delete_apply_and_report():
     doc, out = SkillDoc(SKILL).apply(
-        [Edit("replace", "Use metric units.", "Use metric units (cm, kg)."), Edit("delete", "Answer briefly.")]
+        [
+            Edit("replace", "Use metric units.", "Use metric units (cm, kg)."),
+            Edit("delete", "Answer briefly."),
+        ]
     )
     assert [o.status for o in out] == ["applied", "applied"]
     assert "Use metric units (cm, kg)." in doc.text and "Answer briefly." not in doc.text
@@ -46,7 +51,11 @@ def test_protected_region_is_untouched():
 
 def test_missing_target_and_duplicates_are_skipped_with_reason():
     doc, out = SkillDoc(SKILL).apply(
-        [Edit("delete", "no such text"), Edit("add", "", "use metric units."), Edit("add", "nowhere", "x rule")]
+        [
+            Edit("delete", "no such text"),
+            Edit("add", "", "use metric units."),
+            Edit("add", "nowhere", "x rule"),
+        ]
     )
     assert doc.text == SKILL
     assert [o.reason for o in out] == [

@@ -14,8 +14,16 @@ import pytest
 from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, rate_limited, server_error, text
 
 CAPITALS = {
-    "France": "Paris", "Japan": "Tokyo", "Italy": "Rome", "Spain": "Madrid", "Kenya": "Nairobi",
-    "Peru": "Lima", "Egypt": "Cairo", "Chile": "Santiago", "Norway": "Oslo", "Ghana": "Accra",
+    "France": "Paris",
+    "Japan": "Tokyo",
+    "Italy": "Rome",
+    "Spain": "Madrid",
+    "Kenya": "Nairobi",
+    "Peru": "Lima",
+    "Egypt": "Cairo",
+    "Chile": "Santiago",
+    "Norway": "Oslo",
+    "Ghana": "Accra",
 }
 GOOD_RULE = "Reply with only the answer span, no sentence around it."
 BAD_RULE = "Always answer in French."
@@ -60,13 +68,27 @@ def write_config(tmp_path: Path, server: ScriptedOpenAI, **train) -> Path:
     data = write_data(tmp_path)
     settings = {"epochs": 1, "batch_size": 4, "minibatch_size": 2, "concurrency": 2, **train}
     lines = [
-        "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 4", "  val_size: 4", "  test_size: 2",
+        "benchmark:",
+        "  name: qa",
+        f"  data: {data}",
+        "  train_size: 4",
+        "  val_size: 4",
+        "  test_size: 2",
         "  seed: 3",
-        "model:", "  backend: openai_chat", f"  base_url: {server.base_url}", f"  api_key: {FAKE_KEY}",
-        "  optimizer_model: fake-optimizer", "  target_model: fake-target", "  max_retries: 3",
-        "train:", *[f"  {k}: {v}" for k, v in settings.items()],
-        "optimizer:", "  learning_rate: 2", "  min_learning_rate: 1",
-        "cache:", f"  dir: {tmp_path / 'cache'}",
+        "model:",
+        "  backend: openai_chat",
+        f"  base_url: {server.base_url}",
+        f"  api_key: {FAKE_KEY}",
+        "  optimizer_model: fake-optimizer",
+        "  target_model: fake-target",
+        "  max_retries: 3",
+        "train:",
+        *[f"  {k}: {v}" for k, v in settings.items()],
+        "optimizer:",
+        "  learning_rate: 2",
+        "  min_learning_rate: 1",
+        "cache:",
+        f"  dir: {tmp_path / 'cache'}",
     ]
     path = tmp_path / "config.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -75,7 +97,10 @@ def write_config(tmp_path: Path, server: ScriptedOpenAI, **train) -> Path:
 
 def skillgrad(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "skillgrad.cli", *args], capture_output=True, text=True, timeout=240,
+        [sys.executable, "-m", "skillgrad.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
 
 
@@ -129,7 +154,9 @@ def test_improving_edit_is_accepted(tmp_path: Path) -> None:
     assert FAKE_KEY not in "".join(p.read_text(encoding="utf-8") for p in out.rglob("*") if p.is_file())
     # The analyst saw the task, the answer, the expected answer and the feedback.
     prompt = next(r for r in server.requests if is_optimizer(r)).user
-    assert "What is the capital of" in prompt and "Expected answer:" in prompt and "Grader feedback:" in prompt
+    assert (
+        "What is the capital of" in prompt and "Expected answer:" in prompt and "Grader feedback:" in prompt
+    )
     assert "#### Claude Trace Steps" not in prompt  # chat target: no trace section
 
 
@@ -224,7 +251,9 @@ def test_eval_scores_one_skill(tmp_path: Path) -> None:
     with ScriptedOpenAI(world(GOOD_RULE)) as server:
         out = tmp_path / "eval"
         cfg = write_config(tmp_path, server)
-        proc = skillgrad("eval", "--config", str(cfg), "--skill", str(skill), "--split", "val", "--out", str(out))
+        proc = skillgrad(
+            "eval", "--config", str(cfg), "--skill", str(skill), "--split", "val", "--out", str(out)
+        )
         assert proc.returncode == 0, proc.stderr
         assert not any(is_optimizer(r) for r in server.requests)
     report = read_json(out / "eval.json")

@@ -34,9 +34,15 @@ class BackendSpec:
 BACKENDS: dict[str, BackendSpec] = {
     spec.name: spec
     for spec in (
-        BackendSpec("openai_chat", "skillgrad.backends.openai_compat", ("optimizer", "target"), False, "openai"),
-        BackendSpec("anthropic_chat", "skillgrad.backends.anthropic_api", ("optimizer", "target"), False, "anthropic"),
-        BackendSpec("claude_code_exec", "skillgrad.backends.claude_code", ("optimizer", "target"), True, "claude"),
+        BackendSpec(
+            "openai_chat", "skillgrad.backends.openai_compat", ("optimizer", "target"), False, "openai"
+        ),
+        BackendSpec(
+            "anthropic_chat", "skillgrad.backends.anthropic_api", ("optimizer", "target"), False, "anthropic"
+        ),
+        BackendSpec(
+            "claude_code_exec", "skillgrad.backends.claude_code", ("optimizer", "target"), True, "claude"
+        ),
         BackendSpec("local", "skillgrad.backends.local", ("optimizer", "target"), False, "local"),
     )
 }

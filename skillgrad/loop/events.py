@@ -15,6 +15,7 @@ Observers must never raise into the trainer; `emit` swallows and reports observe
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any, Protocol
 
@@ -48,7 +49,5 @@ class Events:
 
     def close(self) -> None:
         for obs in self.observers:
-            try:
+            with contextlib.suppress(Exception):  # closing a broken observer must not mask the run's outcome
                 obs.close()
-            except Exception:
-                pass

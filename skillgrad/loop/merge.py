@@ -16,7 +16,12 @@ class MergedEdit:
     sources: list[int] = field(default_factory=list)  # minibatch indexes
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.edit.to_json(), "support": self.support, "failures": self.failures, "sources": self.sources}
+        return {
+            **self.edit.to_json(),
+            "support": self.support,
+            "failures": self.failures,
+            "sources": self.sources,
+        }
 
 
 @dataclass(frozen=True)

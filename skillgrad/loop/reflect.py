@@ -51,7 +51,9 @@ def _task_block(index: int, rollout: Rollout, inputs: AnalystInputs) -> str:
     task, score = rollout.task, rollout.score
     context = task.context or ""
     if len(context) > ANALYST_CONTEXT_CHARS:
-        context = context[:ANALYST_CONTEXT_CHARS] + f" [... {len(context) - ANALYST_CONTEXT_CHARS} more chars]"
+        context = (
+            context[:ANALYST_CONTEXT_CHARS] + f" [... {len(context) - ANALYST_CONTEXT_CHARS} more chars]"
+        )
     trace = ""
     if inputs.include_traces:
         trace = f"{TRACE_HEADING}\n{render_steps(rollout.result.trace, inputs.caps) or '(no steps)'}\n"
@@ -107,6 +109,8 @@ def reflect(
     optimizer: ChatModel, inputs: AnalystInputs, minibatch: int, effort: Effort | None
 ) -> tuple[Patch, Reply, list[Message]]:
     messages = analyst_messages(inputs)
-    reply = optimizer.complete(messages, schema=patch_schema(inputs.max_edits), effort=effort, stage="reflect")
+    reply = optimizer.complete(
+        messages, schema=patch_schema(inputs.max_edits), effort=effort, stage="reflect"
+    )
     failures = sum(1 for r in inputs.rollouts if not r.score.passed)
     return parse_patch(reply.data, minibatch, failures, inputs.max_edits), reply, messages

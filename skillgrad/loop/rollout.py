@@ -74,7 +74,9 @@ def run_rollouts(
             benchmark.prepare(task, workspace)
         try:
             result = agent.run(task, skill, workspace)
-        except Exception as exc:  # Agent contract says never raise; a buggy backend still must not kill the run
+        except (
+            Exception
+        ) as exc:  # Agent contract says never raise; a buggy backend still must not kill the run
             result = AgentResult(answer="", is_error=True, error=f"{type(exc).__name__}: {exc}")
         if result.workspace is None:
             result.workspace = workspace

@@ -42,11 +42,22 @@ class Roles:
 
 class Trainer:
     def __init__(
-        self, cfg: Config, benchmark: Benchmark, roles: Roles, run: RunDir, events: Events, ledger: Ledger,
+        self,
+        cfg: Config,
+        benchmark: Benchmark,
+        roles: Roles,
+        run: RunDir,
+        events: Events,
+        ledger: Ledger,
         initial_skill: str,
     ) -> None:
         self.cfg, self.benchmark, self.roles, self.run, self.events, self.ledger = (
-            cfg, benchmark, roles, run, events, ledger,
+            cfg,
+            benchmark,
+            roles,
+            run,
+            events,
+            ledger,
         )
         self.initial_skill = initial_skill
         self.caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
@@ -54,8 +65,10 @@ class Trainer:
         self.merger = MERGERS[cfg.optimizer.merge]()
         self.ranker = RANKERS[cfg.optimizer.rank]()
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
-        self.include_traces = roles.harness and cfg.model.target_backend == "claude_code_exec" and (
-            cfg.model.claude_trace_to_optimizer
+        self.include_traces = (
+            roles.harness
+            and cfg.model.target_backend == "claude_code_exec"
+            and (cfg.model.claude_trace_to_optimizer)
         )
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
         self._step_usage: dict[str, Usage] = {}
@@ -85,14 +98,24 @@ class Trainer:
                 done[0] += 1
                 count = done[0]
             self.events.emit(
-                "task_done", stage=stage, step=step, done=count, total=len(tasks),
-                task_id=rollout.task.id, score=rollout.score.value,
+                "task_done",
+                stage=stage,
+                step=step,
+                done=count,
+                total=len(tasks),
+                task_id=rollout.task.id,
+                score=rollout.score.value,
             )
 
         results = run_rollouts(
-            self.roles.agent, self.benchmark, tasks, skill,
+            self.roles.agent,
+            self.benchmark,
+            tasks,
+            skill,
             workspace_for=lambda task: self.run.fresh_workspace(prefix, task, create=self.needs_workspace),
-            on_done=on_done, before_call=self._before_call, concurrency=self.cfg.train.concurrency,
+            on_done=on_done,
+            before_call=self._before_call,
+            concurrency=self.cfg.train.concurrency,
         )
         self.events.emit("stage_end", stage=stage, step=step, mean_score=mean_score(results))
         return results
@@ -109,21 +132,29 @@ class Trainer:
 
         def one(index: int, minibatch: list[Rollout]) -> Patch | Exception:
             self._before_call()
-            inputs = AnalystInputs(state.current_text, minibatch, rejected, lr, self.include_traces, self.caps)
+            inputs = AnalystInputs(
+                state.current_text, minibatch, rejected, lr, self.include_traces, self.caps
+            )
             try:
                 patch, reply, messages = reflect(
                     optimizer, inputs, index, self.cfg.model.effort_for("optimizer")
                 )
             except (StructuredOutputError, BackendError) as exc:
-                self.run.write_json(self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json",
-                                    {"minibatch": index, "error": str(exc)})
+                self.run.write_json(
+                    self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json",
+                    {"minibatch": index, "error": str(exc)},
+                )
                 return exc
             self._record("optimizer", "reflect", reply.usage, saved_usage(reply))
             self.run.write_json(
                 self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json",
-                {"minibatch": index, "tasks": [r.task.id for r in minibatch],
-                 "prompt": [{"role": m.role, "content": m.content} for m in messages],
-                 "reply": reply.text, "edits": [e.to_json() for e in patch.edits]},
+                {
+                    "minibatch": index,
+                    "tasks": [r.task.id for r in minibatch],
+                    "prompt": [{"role": m.role, "content": m.content} for m in messages],
+                    "reply": reply.text,
+                    "edits": [e.to_json() for e in patch.edits],
+                },
             )
             return patch
 
@@ -140,57 +171,96 @@ class Trainer:
         self._step_usage = {}
         before = state.current_score
         folder = self.run.step_dir(step)
-        lr = self.schedule(step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate)
+        lr = self.schedule(
+            step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
+        )
         train = self.rollouts(batch, state.current_text, folder / "rollouts" / "train", "rollout", step)
         patches = self.reflect(step, state, train, lr)
         ranked = self.ranker.rank(self.merger.merge(patches))
         selected, dropped = clip(ranked, lr)
-        self.run.write_json(folder / "merged_patch.json", {
-            "step": step, "learning_rate": lr, "proposed": sum(len(p.edits) for p in patches),
-            "selected": [m.to_json() for m in selected], "dropped": [m.to_json() for m in dropped],
-        })
+        self.run.write_json(
+            folder / "merged_patch.json",
+            {
+                "step": step,
+                "learning_rate": lr,
+                "proposed": sum(len(p.edits) for p in patches),
+                "selected": [m.to_json() for m in selected],
+                "dropped": [m.to_json() for m in dropped],
+            },
+        )
         current = SkillDoc(state.current_text)
         candidate, outcomes = current.apply([m.edit for m in selected], self.cfg.optimizer.max_skill_chars)
         self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
         self.run.write_text(folder / "candidate_skill.md", candidate.text)
         record = self._validate_and_gate(state, step, candidate, selected, outcomes)
         state.step = step
-        self.run.append_history({
-            "step": step, "epoch": epoch, "learning_rate": lr, "train_score": mean_score(train), **record,
-            "usage": {role: u.to_json() for role, u in sorted(self._step_usage.items())},
-        })
+        self.run.append_history(
+            {
+                "step": step,
+                "epoch": epoch,
+                "learning_rate": lr,
+                "train_score": mean_score(train),
+                **record,
+                "usage": {role: u.to_json() for role, u in sorted(self._step_usage.items())},
+            }
+        )
         self.events.emit(
-            "step_end", step=step, epoch=epoch, action=record["action"], val_score=record["val_score"],
-            best_score=state.best_score, current_score=before,
+            "step_end",
+            step=step,
+            epoch=epoch,
+            action=record["action"],
+            val_score=record["val_score"],
+            best_score=state.best_score,
+            current_score=before,
             edits_applied=sum(1 for o in outcomes if o.status == "applied"),
             usage={role: u.to_json() for role, u in self.ledger.by_role().items()},
         )
 
     def _validate_and_gate(
-        self, state: TrainState, step: int, candidate: SkillDoc, selected: list[MergedEdit], outcomes: list[Any]
+        self,
+        state: TrainState,
+        step: int,
+        candidate: SkillDoc,
+        selected: list[MergedEdit],
+        outcomes: list[Any],
     ) -> dict[str, Any]:
         folder = self.run.step_dir(step)
         applied = [o.edit for o in outcomes if o.status == "applied"]
         edits = [{**o.edit.to_json(), "status": o.status, "reason": o.reason} for o in outcomes]
         base = {"current_score": state.current_score, "edits": edits, "version": None, "cached": False}
         if not applied or candidate.text == state.current_text:
-            gate = {"accepted": False, "reason": "no edit applied", "candidate_score": None,
-                    "current_score": state.current_score, "cached": False}
+            gate = {
+                "accepted": False,
+                "reason": "no edit applied",
+                "candidate_score": None,
+                "current_score": state.current_score,
+                "cached": False,
+            }
             self.run.write_json(folder / "gate.json", gate)
             return {**base, "action": "skipped", "val_score": None, "best_score": state.best_score}
         cached = candidate.content_hash in state.val_scores
         if cached:
             score = state.val_scores[candidate.content_hash]
-            self.events.emit("message", text=f"step {step}: candidate seen before, reusing its validation score")
+            self.events.emit(
+                "message", text=f"step {step}: candidate seen before, reusing its validation score"
+            )
         else:
-            val = self.rollouts(self.benchmark_split("val"), candidate.text, folder / "rollouts" / "val", "validate", step)
+            val = self.rollouts(
+                self.benchmark_split("val"), candidate.text, folder / "rollouts" / "val", "validate", step
+            )
             score = mean_score(val)
             state.val_scores[candidate.content_hash] = score
         decision = self.gate.decide(score, state.current_score)
-        self.run.write_json(folder / "gate.json", {
-            "accepted": decision.accepted, "reason": decision.reason, "candidate_score": score,
-            "current_score": state.current_score, "cached": cached,
-        })
+        self.run.write_json(
+            folder / "gate.json",
+            {
+                "accepted": decision.accepted,
+                "reason": decision.reason,
+                "candidate_score": score,
+                "current_score": state.current_score,
+                "cached": cached,
+            },
+        )
         version = None
         if decision.accepted:
             state.version += 1
@@ -205,8 +275,14 @@ class Trainer:
             state.rejected += 1
             state.rejected_edits.extend(applied)
         action = "accepted" if decision.accepted else "rejected"
-        return {**base, "action": action, "val_score": score, "best_score": state.best_score,
-                "version": version, "cached": cached}
+        return {
+            **base,
+            "action": action,
+            "val_score": score,
+            "best_score": state.best_score,
+            "version": version,
+            "cached": cached,
+        }
 
     # -- splits ---------------------------------------------------------------------------------
     def benchmark_split(self, split: str) -> list[Task]:
@@ -229,9 +305,13 @@ class Trainer:
         """Baseline, epochs of steps, final test; returns the summary (also written to disk)."""
         total_steps = self.cfg.train.epochs * self.steps_per_epoch()
         self.events.emit(
-            "run_start", out=str(self.run.root), epochs=self.cfg.train.epochs,
-            steps_per_epoch=self.steps_per_epoch(), total_steps=total_steps,
-            optimizer_backend=self.cfg.model.optimizer_backend, target_backend=self.cfg.model.target_backend,
+            "run_start",
+            out=str(self.run.root),
+            epochs=self.cfg.train.epochs,
+            steps_per_epoch=self.steps_per_epoch(),
+            total_steps=total_steps,
+            optimizer_backend=self.cfg.model.optimizer_backend,
+            target_backend=self.cfg.model.target_backend,
         )
         stopped = "completed"
         try:
@@ -257,7 +337,10 @@ class Trainer:
         state = state or TrainState()
         summary = self.summary(state, stopped, test)
         self.events.emit(
-            "run_end", best_score=state.best_score, baseline_score=state.baseline_score, stopped=stopped,
+            "run_end",
+            best_score=state.best_score,
+            baseline_score=state.baseline_score,
+            stopped=stopped,
             usage={role: u.to_json() for role, u in self.ledger.by_role().items()},
         )
         return summary
@@ -266,7 +349,9 @@ class Trainer:
         text = self.initial_skill
         self.run.write_skill(0, text)
         self.run.write_text("best_skill.md", text)
-        val = self.rollouts(self.benchmark_split("val"), text, self.run.step_dir(0) / "rollouts" / "val", "baseline", 0)
+        val = self.rollouts(
+            self.benchmark_split("val"), text, self.run.step_dir(0) / "rollouts" / "val", "baseline", 0
+        )
         if val and all(r.result.is_error for r in val):
             raise TrainingFailed(f"every baseline task failed; first error: {val[0].result.error}")
         score = mean_score(val)
@@ -286,20 +371,32 @@ class Trainer:
         for version in versions:
             text = (self.run.path("skills", f"{version_name(version)}.md")).read_text(encoding="utf-8")
             prefix = Path("test") / version_name(version)
-            results[version_name(version)] = mean_score(self.rollouts(tasks, text, prefix, "test", state.step))
-        return {"baseline": results["v0000"], "best": results[version_name(state.best_version)],
-                "by_version": results}
+            results[version_name(version)] = mean_score(
+                self.rollouts(tasks, text, prefix, "test", state.step)
+            )
+        return {
+            "baseline": results["v0000"],
+            "best": results[version_name(state.best_version)],
+            "by_version": results,
+        }
 
     def summary(
         self, state: TrainState, stopped: str, test: dict[str, Any] | None, error: str | None = None
     ) -> dict[str, Any]:
         summary: dict[str, Any] = {
-            "baseline_val_score": state.baseline_score, "best_val_score": state.best_score,
-            "best_version": version_name(state.best_version), "best_step": state.best_step,
-            "steps": state.step, "accepted": state.accepted, "rejected": state.rejected,
-            "stopped": stopped, "test": test,
-            "optimizer_backend": self.cfg.model.optimizer_backend, "target_backend": self.cfg.model.target_backend,
-            "optimizer_model": self.roles.optimizer.model if self.roles.optimizer else None, "target_model": self.roles.agent.model,
+            "baseline_val_score": state.baseline_score,
+            "best_val_score": state.best_score,
+            "best_version": version_name(state.best_version),
+            "best_step": state.best_step,
+            "steps": state.step,
+            "accepted": state.accepted,
+            "rejected": state.rejected,
+            "stopped": stopped,
+            "test": test,
+            "optimizer_backend": self.cfg.model.optimizer_backend,
+            "target_backend": self.cfg.model.target_backend,
+            "optimizer_model": self.roles.optimizer.model if self.roles.optimizer else None,
+            "target_model": self.roles.agent.model,
             "wall_s": round(self.events.elapsed(), 3),
             "usage": self.ledger.to_json(),
         }

@@ -13,13 +13,10 @@ from skillgrad.benchmarks.base import Task
 from skillgrad.benchmarks.splits import safe_task_id
 from skillgrad.errors import UserError
 from skillgrad.loop.rollout import Rollout
+from skillgrad.loop.state import version_name
 from skillgrad.traces.steps import TraceCaps, render_steps
 
 TRACE_FILE = "claude_trace_steps.txt"
-
-
-def version_name(version: int) -> str:
-    return f"v{version:04d}"
 
 
 class RunDir:

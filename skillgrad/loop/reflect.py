@@ -114,3 +114,16 @@ def reflect(
     )
     failures = sum(1 for r in inputs.rollouts if not r.score.passed)
     return parse_patch(reply.data, minibatch, failures, inputs.max_edits), reply, messages
+
+
+def reflection_record(
+    index: int, minibatch: list[Rollout], messages: list[Message], reply: Reply, patch: Patch
+) -> dict[str, Any]:
+    """What one analyst saw and said, as stored in steps/NNNN/reflections/mb_NN.json."""
+    return {
+        "minibatch": index,
+        "tasks": [r.task.id for r in minibatch],
+        "prompt": [{"role": m.role, "content": m.content} for m in messages],
+        "reply": reply.text,
+        "edits": [e.to_json() for e in patch.edits],
+    }

@@ -8,6 +8,10 @@ from typing import Any
 from skillgrad.skill import Edit
 
 
+def version_name(version: int) -> str:
+    return f"v{version:04d}"
+
+
 @dataclass
 class TrainState:
     step: int = 0  # last completed step
@@ -23,6 +27,18 @@ class TrainState:
     rejected_epoch: int = 0  # epoch the rejected buffer belongs to
     rejected_edits: list[Edit] = field(default_factory=list)
     val_scores: dict[str, float] = field(default_factory=dict)  # skill content hash -> val score
+
+    def outcome(self) -> dict[str, Any]:
+        """The scores and counts a run summary reports."""
+        return {
+            "baseline_val_score": self.baseline_score,
+            "best_val_score": self.best_score,
+            "best_version": version_name(self.best_version),
+            "best_step": self.best_step,
+            "steps": self.step,
+            "accepted": self.accepted,
+            "rejected": self.rejected,
+        }
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -20,11 +20,11 @@ from skillgrad.errors import BackendError, StructuredOutputError
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import GATES
 from skillgrad.loop.merge import MERGERS, MergedEdit, Patch
-from skillgrad.loop.reflect import AnalystInputs, reflect
+from skillgrad.loop.reflect import AnalystInputs, reflect, reflection_record
 from skillgrad.loop.rollout import BudgetStop, Rollout, mean_score, run_rollouts
 from skillgrad.loop.select import RANKERS, SCHEDULES, clip
-from skillgrad.loop.state import TrainState
-from skillgrad.runs import RunDir, version_name
+from skillgrad.loop.state import TrainState, version_name
+from skillgrad.runs import RunDir
 from skillgrad.skill import SkillDoc
 from skillgrad.traces.steps import TraceCaps
 
@@ -148,13 +148,7 @@ class Trainer:
             self._record("optimizer", "reflect", reply.usage, saved_usage(reply))
             self.run.write_json(
                 self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json",
-                {
-                    "minibatch": index,
-                    "tasks": [r.task.id for r in minibatch],
-                    "prompt": [{"role": m.role, "content": m.content} for m in messages],
-                    "reply": reply.text,
-                    "edits": [e.to_json() for e in patch.edits],
-                },
+                reflection_record(index, minibatch, messages, reply, patch),
             )
             return patch
 
@@ -384,13 +378,7 @@ class Trainer:
         self, state: TrainState, stopped: str, test: dict[str, Any] | None, error: str | None = None
     ) -> dict[str, Any]:
         summary: dict[str, Any] = {
-            "baseline_val_score": state.baseline_score,
-            "best_val_score": state.best_score,
-            "best_version": version_name(state.best_version),
-            "best_step": state.best_step,
-            "steps": state.step,
-            "accepted": state.accepted,
-            "rejected": state.rejected,
+            **state.outcome(),
             "stopped": stopped,
             "test": test,
             "optimizer_backend": self.cfg.model.optimizer_backend,

@@ -1,0 +1,275 @@
+"""`anthropic_chat`: the ChatModel protocol on the official `anthropic` SDK (Messages API).
+
+Transient failures (429, 5xx, 529 overloaded, timeouts, dropped connections) are retried by the
+SDK's own backoff (`model.max_retries`); what still fails becomes a one-line `BackendError` naming
+backend, model and base_url, never the API key. Structured output asks for JSON in the system
+prompt and goes through `structured.complete_structured` (the same validation and re-asks as every
+backend), which works on every Claude model and on Anthropic-compatible gateways alike.
+
+`reasoning_effort` and `temperature` are not sent: the current SDK's `messages.create` has no
+temperature parameter, and `output_config.effort` is model-specific, so a request that one model
+accepts another rejects.
+
+Layout (LiteLLM "transformation" style): `build_request` and `parse_message` are pure functions;
+`AnthropicChat` only does I/O and error mapping around them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import anthropic
+
+from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
+from skillgrad.backends.structured import complete_structured
+from skillgrad.config import Config
+from skillgrad.errors import BackendError
+
+BACKEND = "anthropic_chat"
+DEFAULT_MODEL = "claude-sonnet-5-5"
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+# List prices in USD per 1M tokens (input, output), matched by model-id prefix (dated snapshots
+# and `-latest` aliases included), as the bundled Claude Code CLI 2.1.332 prices them (its
+# `costBasis: "list"` entries). Unknown models get cost_usd=None.
+PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
+    "claude-fable-5-2": (8.00, 40.00),
+    "claude-mythos-5-2": (8.00, 40.00),
+    "claude-fable-5-1": (10.00, 50.00),
+    "claude-mythos-5-1": (10.00, 50.00),
+    "claude-fable-5": (10.00, 50.00),
+    "claude-mythos-5": (10.00, 50.00),
+    "claude-opus-5-5": (4.00, 20.00),
+    "claude-opus-5": (5.00, 25.00),
+    "claude-sonnet-5-5": (2.00, 10.00),
+    "claude-sonnet-5": (2.00, 10.00),
+    "claude-haiku-5-5": (0.50, 0.50),
+    "claude-opus-4-8": (5.00, 25.00),
+    "claude-opus-4-7": (5.00, 25.00),
+    "claude-opus-4-6": (5.00, 25.00),
+    "claude-opus-4-5": (5.00, 25.00),
+    "claude-opus-4-1": (15.00, 75.00),
+    "claude-opus-4": (15.00, 75.00),
+    "claude-sonnet-4-6": (3.00, 15.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-sonnet-4": (3.00, 15.00),
+    "claude-3-7-sonnet": (3.00, 15.00),
+    "claude-3-5-sonnet": (3.00, 15.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    "claude-3-5-haiku": (0.80, 4.00),
+}
+# Cache reads cost a tenth of the input price, cache writes (5 minutes) a quarter more.
+_CACHE_READ, _CACHE_WRITE = 0.1, 1.25
+_SNAPSHOT = re.compile(r"(-\d{8}|-latest)$")
+
+JSON_INSTRUCTION = (
+    "Reply with ONLY a JSON object that matches this JSON schema, with no prose and no code fences:\n"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# pure request / response mapping
+
+
+def prices_for(model: str) -> tuple[float, float] | None:
+    base = _SNAPSHOT.sub("", model.lower().rsplit("/", 1)[-1])
+    for prefix in sorted(PRICES_PER_MTOK, key=len, reverse=True):  # longest prefix wins
+        if base == prefix or base.startswith(prefix + "-"):
+            return PRICES_PER_MTOK[prefix]
+    return None
+
+
+def price_usd(model: str, usage: dict[str, Any]) -> float | None:
+    """List price of one call from its `usage` block, or None for a model without a list price."""
+    prices = prices_for(model)
+    if prices is None:
+        return None
+    tokens_in = int(usage.get("input_tokens") or 0)
+    read = int(usage.get("cache_read_input_tokens") or 0)
+    write = int(usage.get("cache_creation_input_tokens") or 0)
+    weighted_in = tokens_in + read * _CACHE_READ + write * _CACHE_WRITE
+    return (weighted_in * prices[0] + int(usage.get("output_tokens") or 0) * prices[1]) / 1_000_000
+
+
+def _turns(messages: list[Message]) -> list[dict[str, Any]]:
+    """Non-system messages, consecutive same-role ones merged (the API wants alternating turns)."""
+    turns: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        if turns and turns[-1]["role"] == m.role:
+            turns[-1]["content"] += "\n\n" + m.content
+        else:
+            turns.append({"role": m.role, "content": m.content})
+    if not turns or turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": "(see the instructions)"})
+    return turns
+
+
+def build_request(
+    model: str,
+    messages: list[Message],
+    *,
+    max_output_tokens: int,
+    schema: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The keyword arguments of one `messages.create` call."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    if schema is not None:
+        system = (system + "\n\n" if system else "") + JSON_INSTRUCTION + json.dumps(schema)
+    request: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_output_tokens,
+        "messages": _turns(messages),
+    }
+    if system:
+        request["system"] = system
+    return request
+
+
+def parse_message(payload: dict[str, Any], model: str) -> tuple[str, Usage]:
+    """(reply text, usage) from a Messages API response body. Raises ValueError if malformed."""
+    content = payload.get("content")
+    if not isinstance(content, list):
+        raise ValueError("the response has no content list")
+    text = "".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    raw = payload.get("usage") or {}
+    tokens_in = sum(
+        int(raw.get(k) or 0)
+        for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+    )
+    usage = Usage(tokens_in, int(raw.get("output_tokens") or 0), 1, price_usd(model, raw))
+    return text, usage
+
+
+def one_line(text: str, secret: str | None, limit: int = 300) -> str:
+    """Collapse whitespace, cut to `limit` characters and mask `secret` wherever it appears."""
+    if secret:
+        text = text.replace(secret, "***")
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def describe_error(exc: Exception) -> str:
+    if isinstance(exc, anthropic.AuthenticationError):
+        return f"authentication failed (HTTP 401; check the API key): {exc.message}"
+    if isinstance(exc, anthropic.PermissionDeniedError):
+        return f"permission denied (HTTP 403): {exc.message}"
+    if isinstance(exc, anthropic.APIStatusError):
+        return f"HTTP {exc.status_code}: {exc.message}"
+    if isinstance(exc, anthropic.APITimeoutError):
+        return "request timed out after the SDK's retries (raise model.timeout_s or model.max_retries)"
+    if isinstance(exc, anthropic.APIConnectionError):
+        return f"could not connect after the SDK's retries: {exc.message}"
+    if isinstance(exc, ValueError):
+        return f"malformed response: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration
+
+
+def _api_key(cfg: Config, role: Role) -> str | None:
+    return cfg.model.api_key_for(role) or os.environ.get("ANTHROPIC_API_KEY") or None
+
+
+def _roles_using_backend(cfg: Config) -> list[Role]:
+    roles: list[Role] = [r for r in ("optimizer", "target") if cfg.model.backend_for(r) == BACKEND]
+    return roles or ["optimizer", "target"]
+
+
+def availability(cfg: Config) -> tuple[bool, str]:
+    """Usable if the SDK imports and each role on this backend has an API key or a base_url."""
+    for role in _roles_using_backend(cfg):
+        if not cfg.model.base_url_for(role) and not _api_key(cfg, role):
+            return False, (
+                f"no API key for the {role} role: set ANTHROPIC_API_KEY, model.api_key "
+                "(or model.<role>_api_key), or model.base_url for an Anthropic-compatible gateway"
+            )
+    return True, ""
+
+
+def create_chat(cfg: Config, role: Role) -> AnthropicChat:
+    m = cfg.model
+    return AnthropicChat(
+        model=m.model_for(role) or DEFAULT_MODEL,
+        base_url=m.base_url_for(role),
+        api_key=_api_key(cfg, role),
+        max_output_tokens=m.max_output_tokens,
+        timeout_s=m.timeout_s,
+        max_retries=m.max_retries,
+        json_retries=m.json_retries,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# I/O
+
+
+class AnthropicChat:
+    """ChatModel over `anthropic.Anthropic().messages`. Thread-safe (one shared SDK client)."""
+
+    name = BACKEND
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_output_tokens: int = 1024,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        json_retries: int = 2,
+    ) -> None:
+        self.model = model
+        self.max_output_tokens = max_output_tokens
+        self.json_retries = json_retries
+        self._api_key = api_key
+        # A gateway (base_url) may need no key, but the SDK refuses to start without one.
+        self._client = anthropic.Anthropic(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            max_retries=max_retries,
+            timeout=timeout_s,
+        )
+        self.base_url = str(self._client.base_url).rstrip("/") or ANTHROPIC_BASE_URL
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        effort: Effort | None = None,
+        stage: str,
+    ) -> Reply:
+        if schema is None:
+            text, usage = self._call(messages, None, stage)
+            return Reply(text=text, usage=usage)
+        return complete_structured(
+            lambda convo: self._call(convo, schema, stage),
+            messages,
+            schema,
+            backend=self.name,
+            stage=stage,
+            retries=self.json_retries,
+        )
+
+    def _call(self, messages: list[Message], schema: dict[str, Any] | None, stage: str) -> tuple[str, Usage]:
+        request = build_request(
+            self.model,
+            messages,
+            max_output_tokens=self.max_output_tokens,
+            schema=schema,
+        )
+        try:
+            response = self._client.messages.create(**request)
+            return parse_message(response.model_dump(), self.model)
+        except (anthropic.APIError, ValueError) as exc:
+            detail = one_line(describe_error(exc), self._api_key)
+            message = f"{BACKEND}: stage '{stage}' failed (model {self.model}, {self.base_url}): {detail}"
+            raise BackendError(message) from None

@@ -1,0 +1,434 @@
+"""`claude_code_exec`: Claude Code (through the official claude-agent-sdk) for both roles.
+
+Target (Agent): each task runs the real CLI in its own workspace with the skill installed as a
+project skill, `task.md` (and `context.md`) as files, a tool allow-list, bounded turns and wall time.
+Optimizer (ChatModel): the CLI with no tools in an empty temp dir, structured output through
+`--json-schema` (the SDK's `output_format`), re-asked through `structured.complete_structured`.
+Both roles are bounded by `model.claude_code_timeout_s` per CLI session (a long analyst prompt at
+high effort can outlast the plain-API `model.timeout_s`).
+
+Isolation, found by running the bundled CLI (2.1.x):
+- `setting_sources=["project"]` is needed for `.claude/skills` in the workspace to be discovered;
+  with it the CLI would also list skills of ancestor folders and bundled skills, so `skills=[name]`
+  narrows the list to ours. Project settings of an enclosing git repository are not loaded.
+- CLAUDE.md files of ancestor folders still load under the project source and auto-memory is kept
+  per project: both are switched off through the CLI's environment (`CLAUDE_CODE_DISABLE_*`).
+  User settings are never loaded, but the user's login (config dir) stays usable.
+- `--no-session-persistence`: no transcript is written under ~/.claude/projects.
+- As root the CLI refuses `--dangerously-skip-permissions`; the allow-list in the default permission
+  mode works, and `bypassPermissions` needs `IS_SANDBOX=1`, set only in that mode.
+Environment variables reach the CLI only through `ClaudeAgentOptions.env`; os.environ is untouched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import anyio
+import claude_agent_sdk as sdk
+import yaml
+
+from skillgrad.backends.base import AgentResult, Effort, Message, Reply, Role, Usage
+from skillgrad.backends.structured import complete_structured
+from skillgrad.benchmarks.base import Task
+from skillgrad.config import Config
+from skillgrad.errors import BackendError
+from skillgrad.templates import render
+from skillgrad.traces.claude import ParsedSession, steps_from_events
+from skillgrad.traces.steps import TraceStep
+
+BACKEND = "claude_code_exec"
+DEFAULT_MODEL = "claude-code-default"  # shown when the CLI picks its own default model
+SKILL_DESCRIPTION = "Conventions and procedures for the tasks in this workspace. Use it for every task."
+_STDERR_LINES = 20
+_TRANSIENT_STATUS = re.compile(r"\b(429|5\d\d)\b")
+_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
+
+
+# ---------------------------------------------------------------------------------------------
+# SDK messages -> stream-json-shaped dicts (the raw transcript format; traces.claude parses it)
+
+_BLOCK_TYPES = {
+    "TextBlock": "text",
+    "ThinkingBlock": "thinking",
+    "ToolUseBlock": "tool_use",
+    "ToolResultBlock": "tool_result",
+    "ServerToolUseBlock": "server_tool_use",
+    "ServerToolResultBlock": "advisor_tool_result",
+}
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _block(block: Any) -> dict[str, Any]:
+    if not dataclasses.is_dataclass(block) or isinstance(block, type):
+        return {"type": "unknown", "repr": repr(block)}
+    name = type(block).__name__
+    return {"type": _BLOCK_TYPES.get(name, name), **dataclasses.asdict(block)}
+
+
+def _content(content: Any) -> Any:
+    return content if isinstance(content, str) else [_block(b) for b in content or []]
+
+
+def sdk_message_to_event(msg: Any) -> dict[str, Any]:
+    """One SDK message as the dict `claude -p --output-format stream-json` prints for it."""
+    if isinstance(msg, sdk.SystemMessage):  # subclasses (task events, hooks) carry the raw dict too
+        event: dict[str, Any] = {"type": "system", "subtype": msg.subtype, **msg.data}
+    elif isinstance(msg, sdk.AssistantMessage):
+        message = {
+            "id": msg.message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": msg.model,
+            "content": _content(msg.content),
+            "stop_reason": msg.stop_reason,
+            "usage": msg.usage,
+        }
+        event = {
+            "type": "assistant",
+            "message": message,
+            "parent_tool_use_id": msg.parent_tool_use_id,
+            "session_id": msg.session_id,
+            "uuid": msg.uuid,
+            "error": msg.error,
+        }
+    elif isinstance(msg, sdk.UserMessage):
+        event = {
+            "type": "user",
+            "message": {"role": "user", "content": _content(msg.content)},
+            "parent_tool_use_id": msg.parent_tool_use_id,
+            "uuid": msg.uuid,
+            "tool_use_result": msg.tool_use_result,
+        }
+    elif isinstance(msg, sdk.ResultMessage):
+        fields = dataclasses.asdict(msg)
+        fields["modelUsage"] = fields.pop("model_usage", None)  # the CLI's own key name
+        event = {"type": "result", **fields}
+    elif dataclasses.is_dataclass(msg) and not isinstance(msg, type):
+        kind = (
+            "stream_event"
+            if isinstance(msg, sdk.StreamEvent)
+            else re.sub(r"(?<!^)(?=[A-Z])", "_", type(msg).__name__).lower()
+        )
+        event = {"type": kind, **dataclasses.asdict(msg)}
+    else:
+        event = {"type": "unknown", "repr": repr(msg)}
+    result: dict[str, Any] = _jsonable(event)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# availability, environment, options
+
+
+def bundled_cli() -> Path | None:
+    path = Path(sdk.__file__).parent / "_bundled" / "claude"
+    return path if path.is_file() else None
+
+
+def find_cli(cfg: Config) -> str | None:
+    configured = cfg.model.claude_code_cli_path
+    if configured:
+        path = cfg.resolve_path(configured)
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    bundled = bundled_cli()
+    return str(bundled) if bundled else shutil.which("claude")
+
+
+def availability(cfg: Config) -> tuple[bool, str]:
+    """Usable when the CLI exists (configured, bundled with the SDK, or on PATH). No network."""
+    if find_cli(cfg):
+        return True, ""
+    if cfg.model.claude_code_cli_path:
+        return (
+            False,
+            f"model.claude_code_cli_path {cfg.model.claude_code_cli_path!r} is not an executable file",
+        )
+    return (
+        False,
+        "no Claude Code CLI: reinstall claude-agent-sdk (it bundles one) or set model.claude_code_cli_path",
+    )
+
+
+def cli_env(cfg: Config, role: Role) -> dict[str, str]:
+    """Environment for the CLI process only (ClaudeAgentOptions.env): endpoint, key, isolation."""
+    env = {
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1",
+        "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+    }
+    base_url = cfg.model.base_url_for(role)
+    key = cfg.model.api_key_for(role)
+    if base_url:
+        env["ANTHROPIC_BASE_URL"] = base_url
+    if key:
+        env["ANTHROPIC_API_KEY"] = key
+    if role == "target" and cfg.model.claude_code_permission_mode == "bypassPermissions":
+        env["IS_SANDBOX"] = "1"  # the CLI refuses to bypass permissions as root without it
+    return env
+
+
+def _common_options(cfg: Config, role: Role, stderr: deque[str]) -> dict[str, Any]:
+    configured = cfg.model.claude_code_cli_path
+    return {
+        "env": cli_env(cfg, role),
+        "model": cfg.model.model_for(role),
+        "cli_path": str(cfg.resolve_path(configured)) if configured else None,
+        "extra_args": {"no-session-persistence": None},
+        "stderr": stderr.append,
+    }
+
+
+async def _collect(
+    prompt: str, options: sdk.ClaudeAgentOptions, timeout_s: float, events: list[dict[str, Any]]
+) -> None:
+    """Run one CLI session, appending every message as it arrives (kept even on timeout)."""
+    with anyio.fail_after(timeout_s):
+        async for msg in sdk.query(prompt=prompt, options=options):
+            events.append(sdk_message_to_event(msg))
+
+
+def run_session(
+    prompt: str, options: sdk.ClaudeAgentOptions, timeout_s: float, stderr: deque[str]
+) -> tuple[list[dict[str, Any]], ParsedSession, str | None]:
+    """Run the CLI synchronously; (raw events, parsed session, failure text or None). Never raises
+    for a CLI failure: a crash, a timeout or a missing result record all come back as text."""
+    events: list[dict[str, Any]] = []
+    failure: str | None = None
+    try:
+        anyio.run(_collect, prompt, options, timeout_s, events)
+    except TimeoutError:
+        failure = f"Claude Code timed out after {timeout_s:g}s"
+    except Exception as exc:  # the SDK raises several types for a dead or broken CLI
+        detail = " | ".join(line.strip() for line in stderr if line.strip())
+        failure = f"Claude Code failed: {type(exc).__name__}: {exc}" + (
+            f" (stderr: {detail})" if detail else ""
+        )
+    session = steps_from_events(events)
+    if failure is None and not any(e.get("type") == "result" for e in events):
+        failure = "Claude Code ended without a result record"
+    return events, session, failure
+
+
+# ---------------------------------------------------------------------------------------------
+# target role
+
+
+def skill_markdown(name: str, skill: str) -> str:
+    """SKILL.md with valid front matter: our name, and the skill's own description when it has one."""
+    body = skill
+    description = SKILL_DESCRIPTION
+    match = _FRONT_MATTER.match(skill)
+    if match:
+        try:
+            meta = yaml.safe_load(match.group(1))
+        except yaml.YAMLError:
+            meta = None
+        if (
+            isinstance(meta, dict)
+            and isinstance(meta.get("description"), str)
+            and meta["description"].strip()
+        ):
+            description = meta["description"]
+        body = skill[match.end() :]
+    description = " ".join(description.split())
+    return render(
+        "skillgrad.backends",
+        "claude_code_skill",
+        skill_name=name,
+        description=json.dumps(description),
+        body=body.strip() or "(No guidance yet.)",
+    )
+
+
+def prepare_workspace(workspace: Path, task: Task, skill: str, skill_name: str) -> None:
+    """Install the skill and write the task (context in its own file, never truncated)."""
+    skill_dir = workspace / ".claude" / "skills" / skill_name
+    skill_dir.mkdir(parents=True, exist_ok=True)
+    (skill_dir / "SKILL.md").write_text(skill_markdown(skill_name, skill), encoding="utf-8")
+    note = ""
+    if task.context:
+        (workspace / "context.md").write_text(task.context, encoding="utf-8")
+        note = render("skillgrad.backends", "claude_code_context_note")
+    task_text = render(
+        "skillgrad.backends", "claude_code_task_file", question=task.question, context_note=note
+    )
+    (workspace / "task.md").write_text(task_text, encoding="utf-8")
+
+
+def _tool_names(allowed: list[str]) -> list[str]:
+    """Base tool names of an allow-list whose rules may carry patterns, e.g. `Bash(git *)`."""
+    names = [rule.split("(", 1)[0].strip() for rule in allowed]
+    return list(dict.fromkeys([n for n in names if n] + ["Skill"]))
+
+
+class ClaudeCodeAgent:
+    """The target role. Never raises for one task's failure (see backends/base.py)."""
+
+    name = BACKEND
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.model = cfg.model.model_for("target") or DEFAULT_MODEL
+
+    def options(self, workspace: Path, stderr: deque[str]) -> sdk.ClaudeAgentOptions:
+        m = self.cfg.model
+        return sdk.ClaudeAgentOptions(
+            cwd=str(workspace),
+            system_prompt={"type": "preset", "preset": "claude_code"},  # the real Claude Code prompt
+            tools=_tool_names(m.claude_code_allowed_tools),
+            allowed_tools=list(m.claude_code_allowed_tools),
+            permission_mode=m.claude_code_permission_mode,
+            setting_sources=["project"],
+            skills=[self.cfg.skill.name],
+            max_turns=m.claude_code_max_turns,
+            effort=m.effort_for("target"),
+            **_common_options(self.cfg, "target", stderr),
+        )
+
+    def run(self, task: Task, skill: str, workspace: Path) -> AgentResult:
+        workspace = Path(workspace).resolve()
+        try:
+            workspace.mkdir(parents=True, exist_ok=True)
+            prepare_workspace(workspace, task, skill, self.cfg.skill.name)
+        except OSError as exc:
+            failed = f"could not prepare the workspace {workspace}: {exc}"
+            return AgentResult("", is_error=True, error=failed, usage=Usage(), workspace=workspace)
+        prompt = render("skillgrad.backends", "claude_code_prompt", skill_name=self.cfg.skill.name)
+        stderr: deque[str] = deque(maxlen=_STDERR_LINES)
+        events, session, failure = run_session(
+            prompt, self.options(workspace, stderr), self.cfg.model.claude_code_timeout_s, stderr
+        )
+        error = failure or ("; ".join(session.errors) if session.is_error else None)
+        if failure:  # the optimizer should see why the run stopped, as the trace's last step
+            session.steps.append(TraceStep("text", failure, is_error=True))
+        # Without a result record the tokens spent are unknown, so is the cost.
+        usage = session.usage or Usage(calls=1, cost_usd=None)
+        return AgentResult(
+            answer=session.final_answer.strip(),
+            trace=session.steps,
+            usage=usage,
+            is_error=bool(error),
+            error=error,
+            raw=events,
+            workspace=workspace,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# optimizer role
+
+
+def split_messages(messages: list[Message]) -> tuple[str, str]:
+    """(system prompt, user prompt). Several non-system turns are laid out with role headings."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    turns = [m for m in messages if m.role != "system"]
+    if len(turns) == 1 and turns[0].role == "user":
+        return system, turns[0].content
+    return system, "\n\n".join(f"### {m.role}\n\n{m.content}" for m in turns)
+
+
+def _is_transient(failure: str | None, session: ParsedSession) -> bool:
+    """Worth running again as is: a crash, a timeout, an API error (429 / 5xx / overloaded)."""
+    if failure:
+        return True
+    return session.terminal_reason == "api_error" or (
+        session.is_error and any(_TRANSIENT_STATUS.search(e) for e in session.errors)
+    )
+
+
+class ClaudeCodeChat:
+    """The optimizer role (and a chat model in general) on the Claude Code CLI, without tools."""
+
+    name = BACKEND
+    retry_backoff_s = 1.0  # first pause between transport retries; doubles, capped at 30 s
+
+    def __init__(self, cfg: Config, role: Role) -> None:
+        self.cfg = cfg
+        self.role = role
+        self.model = cfg.model.model_for(role) or DEFAULT_MODEL
+
+    def options(
+        self, cwd: str, system: str, schema: dict[str, Any] | None, effort: Effort | None, stderr: deque[str]
+    ) -> sdk.ClaudeAgentOptions:
+        return sdk.ClaudeAgentOptions(
+            cwd=cwd,
+            system_prompt=system,
+            tools=[],
+            setting_sources=[],
+            output_format={"type": "json_schema", "schema": schema} if schema is not None else None,
+            max_turns=3,  # the answer, plus the CLI's own reminder to call StructuredOutput
+            effort=effort,
+            **_common_options(self.cfg, self.role, stderr),
+        )
+
+    def _once(
+        self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None
+    ) -> tuple[ParsedSession, str | None]:
+        system, prompt = split_messages(messages)
+        stderr: deque[str] = deque(maxlen=_STDERR_LINES)
+        with tempfile.TemporaryDirectory(prefix="skillgrad-cc-") as cwd:
+            options = self.options(cwd, system, schema, effort, stderr)
+            _, session, failure = run_session(prompt, options, self.cfg.model.claude_code_timeout_s, stderr)
+        return session, failure
+
+    def _call(
+        self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
+    ) -> tuple[str, Usage]:
+        """One answer (transport-retried with backoff) as text; structured output as JSON text."""
+        usage = Usage()
+        reason = ""
+        for attempt in range(self.cfg.model.max_retries + 1):
+            if attempt:
+                time.sleep(min(self.retry_backoff_s * 2 ** (attempt - 1), 30.0))
+            session, failure = self._once(messages, schema, effort)
+            usage = usage + (session.usage or Usage(calls=1, cost_usd=None))
+            if not _is_transient(failure, session):
+                if session.structured_output is not None:
+                    return json.dumps(session.structured_output), usage
+                return session.final_answer, usage
+            reason = failure or "; ".join(session.errors)
+        raise BackendError(
+            f"{BACKEND}: stage '{stage}' failed after "
+            f"{self.cfg.model.max_retries + 1} attempts: {reason[:300]}"
+        )
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        effort: Effort | None = None,
+        stage: str,
+    ) -> Reply:
+        if schema is None:
+            text, usage = self._call(messages, None, effort, stage)
+            return Reply(text=text, usage=usage)
+        return complete_structured(
+            lambda convo: self._call(convo, schema, effort, stage),
+            messages,
+            schema,
+            backend=BACKEND,
+            stage=stage,
+            retries=self.cfg.model.json_retries,
+        )
+
+
+def create_chat(cfg: Config, role: Role) -> ClaudeCodeChat:
+    return ClaudeCodeChat(cfg, role)
+
+
+def create_agent(cfg: Config) -> ClaudeCodeAgent:
+    return ClaudeCodeAgent(cfg)

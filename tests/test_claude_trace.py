@@ -1,0 +1,234 @@
+"""Claude Code session records -> TraceSteps -> capped text (skillgrad/traces/claude.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillgrad.errors import UserError
+from skillgrad.traces.claude import load_session, load_trace_file, steps_from_events, summarize_tool_input
+from skillgrad.traces.steps import TRUNCATION_MARKER, TraceCaps, TraceStep, render_steps
+
+FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "claude-code"
+needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference captures not present")
+
+
+def kinds(steps: list[TraceStep]) -> list[tuple[str, str | None, bool]]:
+    return [(s.kind, s.tool, s.is_error) for s in steps]
+
+
+def assistant(*blocks: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "assistant", "message": {"role": "assistant", "content": list(blocks)}, **extra}
+
+
+def tool_result(content: Any, *, is_error: bool = False, tool_use_id: str = "t1") -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content, "is_error": is_error}
+    return {"type": "user", "message": {"role": "user", "content": [block]}}
+
+
+def result(text: str | None = "done", **extra: Any) -> dict[str, Any]:
+    base = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "terminal_reason": "completed",
+        "result": text,
+        "total_cost_usd": 0.5,
+        "usage": {"input_tokens": 100, "output_tokens": 20, "cache_read_input_tokens": 50},
+        "modelUsage": {"claude-sonnet-4-5": {"costBasis": "list"}},
+    }
+    return {**base, **extra}
+
+
+TOOL_SESSION: list[dict[str, Any]] = [
+    {"type": "system", "subtype": "init", "tools": ["Bash"]},
+    {"type": "system", "subtype": "thinking_tokens", "estimated_tokens": 14},
+    assistant({"type": "thinking", "thinking": "secret plan", "signature": "s"}),
+    assistant({"type": "text", "text": "Checking."}),
+    assistant(
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls\n-la", "description": "x"}}
+    ),
+    {"type": "stream_event", "event": {"type": "content_block_delta"}},
+    tool_result(
+        [{"type": "text", "text": "a.txt"}, {"type": "image", "source": {}}, {"type": "text", "text": "b"}]
+    ),
+    {"type": "rate_limit_event", "rate_limit_info": {}},
+    {"type": "brand_new_kind", "payload": 1},
+    assistant({"type": "text", "text": "done"}),
+    result("done"),
+]
+
+
+def test_tool_session_steps_and_final_answer_once() -> None:
+    session = steps_from_events(TOOL_SESSION)
+    assert kinds(session.steps) == [
+        ("text", None, False),
+        ("tool_call", "Bash", False),
+        ("tool_result", "Bash", False),
+        ("text", None, False),
+    ]
+    assert session.steps[1].text == "ls -la"  # one line; the description is left out
+    assert session.steps[2].text == "a.txt\n[image]\nb"  # list content: the text parts
+    assert [s.text for s in session.steps].count("done") == 1
+    assert "secret plan" not in render_steps(session.steps)
+    assert session.final_answer == "done" and not session.is_error
+    assert session.terminal_reason == "completed"
+    assert session.usage is not None and session.usage.input_tokens == 150
+    assert session.usage.output_tokens == 20 and session.usage.cost_usd == 0.5
+
+
+def test_result_text_not_seen_before_becomes_one_step() -> None:
+    session = steps_from_events([assistant({"type": "text", "text": "Working."}), result("42")])
+    assert [s.text for s in session.steps] == ["Working.", "42"] and session.final_answer == "42"
+
+
+def test_error_results_are_marked_and_read_from_is_error_and_terminal_reason() -> None:
+    max_turns = result(
+        None,
+        subtype="error_max_turns",
+        is_error=True,
+        terminal_reason="max_turns",
+        errors=["Reached maximum number of turns (1)"],
+    )
+    session = steps_from_events([assistant({"type": "text", "text": "Trying."}), max_turns])
+    assert session.is_error and session.terminal_reason == "max_turns"
+    assert session.steps[-1] == TraceStep("text", "Reached maximum number of turns (1)", is_error=True)
+    # subtype says success, but the run failed: is_error / terminal_reason decide
+    api_error = result("API Error: 500", is_error=True, terminal_reason="api_error")
+    session = steps_from_events([api_error])
+    assert session.is_error and session.errors == ["API Error: 500"]
+    not_completed = result("partial", is_error=False, terminal_reason="aborted")
+    assert steps_from_events([not_completed]).is_error
+
+
+def test_tool_result_string_error_and_unknown_tool_id() -> None:
+    session = steps_from_events([tool_result("Exit code 2\nboom", is_error=True, tool_use_id="nope")])
+    assert session.steps == [TraceStep("tool_result", "Exit code 2\nboom", tool=None, is_error=True)]
+    assert session.usage is None  # no result record: usage unknown
+
+
+def test_cost_unknown_for_non_list_price_models() -> None:
+    unknown = result(modelUsage={"qwen-local": {"costBasis": "unknown"}})
+    session = steps_from_events([unknown])
+    assert session.usage is not None and session.usage.cost_usd is None
+    unmarked = result(modelUsage={"claude-opus-4-1": {"costUSD": 1.0}})  # the CLI's default guess
+    assert steps_from_events([unmarked]).usage.cost_usd is None  # type: ignore[union-attr]
+
+
+def test_summaries_are_one_line() -> None:
+    assert (
+        summarize_tool_input("Write", {"file_path": "/a.txt", "content": "x" * 100})
+        == "/a.txt content=<100 chars>"
+    )
+    assert summarize_tool_input("Grep", {"pattern": "foo", "path": "src"}) == "foo path=src"
+    assert summarize_tool_input("Custom", {"n": 1}) == "n=1"
+    assert "\n" not in summarize_tool_input("Bash", {"command": "a\nb\nc"})
+
+
+def test_render_caps_and_truncation_marker() -> None:
+    steps = [TraceStep("tool_result", "r" * 1000, tool="Bash"), TraceStep("text", "t" * 1000)]
+    text = render_steps(steps, TraceCaps(tool_result_chars=200, step_chars=500, total_chars=4000))
+    assert "r" * 200 + "... [+800 chars]" in text and "t" * 500 + "... [+500 chars]" in text
+    many = [TraceStep("text", f"step {i} " + "x" * 300) for i in range(40)]
+    capped = render_steps(many, TraceCaps(total_chars=1000))
+    assert len(capped) < 1200 and capped.splitlines()[-1].startswith(TRUNCATION_MARKER.split("{")[0])
+
+
+@pytest.mark.parametrize("name", ["cli_tools.stream.jsonl", "session_transcript.jsonl"])
+def test_own_captures_stream_json_and_transcript_parse_alike(name: str) -> None:
+    steps = load_trace_file(FIXTURES / name)
+    assert kinds(steps) == [
+        ("text", None, False),
+        ("tool_call", "Bash", False),
+        ("tool_result", "Bash", False),
+        ("tool_call", "Bash", False),
+        ("tool_result", "Bash", True),
+        ("tool_call", "Write", False),
+        ("tool_result", "Write", False),
+        ("tool_call", "Read", False),
+        ("tool_result", "Read", False),
+        ("text", None, False),
+    ]
+    assert steps[-1].text == "The answer is 42." and steps[5].text.endswith("content=line one line two")
+
+
+def test_transcript_has_no_result_record() -> None:
+    session = load_session(FIXTURES / "session_transcript.jsonl")
+    assert session.final_answer == "The answer is 42." and session.usage is None and not session.is_error
+
+
+@needs_reference
+def test_reference_bash_write_success() -> None:
+    session = load_session(REFERENCE / "cli_bash_write_success.stream.jsonl")
+    assert kinds(session.steps) == [
+        ("text", None, False),
+        ("tool_call", "Bash", False),
+        ("tool_result", "Bash", False),
+        ("text", None, False),
+        ("tool_call", "Write", False),
+        ("tool_result", "Write", False),
+        ("text", None, False),
+    ]
+    assert session.final_answer == "Done: the command printed hello and I wrote the file."
+    assert [s.text for s in session.steps].count(session.final_answer) == 1
+    assert session.usage is not None and session.usage.input_tokens == 37971
+
+
+@needs_reference
+def test_reference_tool_error_max_turns_and_json_schema() -> None:
+    error = load_session(REFERENCE / "cli_tool_error.stream.jsonl")
+    assert [s.is_error for s in error.steps] == [False, False, True, False] and not error.is_error
+    max_turns = load_session(REFERENCE / "cli_max_turns.stream.jsonl")
+    assert max_turns.is_error and max_turns.terminal_reason == "max_turns"
+    assert max_turns.steps[-1].is_error and "maximum number of turns" in max_turns.steps[-1].text
+    schema = load_session(REFERENCE / "cli_json_schema.stream.jsonl")
+    assert schema.structured_output == {"answer": "hello", "steps": 2}
+    assert schema.steps[-2].tool == "StructuredOutput" and schema.steps[-1].kind == "tool_result"
+    assert not any(s.kind == "text" and s.text.startswith("{") for s in schema.steps)
+
+
+@needs_reference
+def test_reference_event_examples_never_fail() -> None:
+    examples = json.loads((REFERENCE / "event_examples.json").read_text())
+    events = [entry["event"] for entry in examples.values()]
+    session = steps_from_events(events)  # every kind the CLI emits, in one go: nothing raises
+    assert all(s.kind in ("text", "tool_call", "tool_result") for s in session.steps)
+    assert any(s.kind == "tool_result" and s.is_error for s in session.steps)
+
+
+def test_json_array_file_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "raw.json"
+    path.write_text(json.dumps(TOOL_SESSION))
+    assert len(load_trace_file(path)) == 4
+
+
+def test_partial_last_line_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "live.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in TOOL_SESSION) + '\n{"type": "assis')
+    assert len(load_trace_file(path)) == 4
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["hello world\nnot json\n", '{"foo": 1}\n{"bar": 2}\n', "", "[1, 2, 3]"],
+    ids=["text", "other-jsonl", "empty", "array-of-numbers"],
+)
+def test_bad_files_raise_one_line_user_error(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    with pytest.raises(UserError) as info:
+        load_trace_file(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_missing_and_binary_files_raise_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="not found"):
+        load_trace_file(tmp_path / "missing.jsonl")
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(UserError, match="bin.jsonl"):
+        load_trace_file(binary)

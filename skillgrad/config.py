@@ -40,7 +40,9 @@ class BenchmarkConfig(_Section):
 
 class SkillConfig(_Section):
     init: str | None = None
-    name: str = "task-skill"  # the skill's name (Claude Code: .claude/skills/<name>/SKILL.md)
+    # The skill's name (Claude Code: .claude/skills/<name>/SKILL.md): Claude Code accepts only
+    # lowercase letters, digits and hyphens, so anything else would fail every task at run time.
+    name: str = Field("task-skill", pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
 
 
 class ModelConfig(_Section):

@@ -63,6 +63,7 @@ def write_config(tmp_path: Path, api: FakeAnthropic) -> Path:
         "  claude_code_timeout_s: 120", "  timeout_s: 120",
         "train:", "  epochs: 1", "  batch_size: 2", "  minibatch_size: 2", "  concurrency: 2",
         "optimizer:", "  learning_rate: 2", "  min_learning_rate: 1",
+        "cache:", f"  dir: {tmp_path / 'cache'}",
     ]  # fmt: skip
     path = tmp_path / "config.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -35,7 +35,8 @@ class TraceCaps:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = text.strip()
+    # One step, one line: a multi-line tool output keeps its line breaks as visible markers.
+    text = " ⏎ ".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
     return text if len(text) <= limit else text[:limit] + f"... [+{len(text) - limit} chars]"
 
 

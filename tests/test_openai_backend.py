@@ -13,6 +13,7 @@ pytest.importorskip("openai")
 
 from skillgrad.backends import openai_compat
 from skillgrad.backends.base import Message
+from skillgrad.backends.common import one_line
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError
 from tests.fakes.openai_server import (
@@ -235,7 +236,7 @@ def test_pure_mapping() -> None:
     assert text == "" and usage.calls == 1 and usage.cost_usd is None
     with pytest.raises(ValueError):
         openai_compat.parse_completion({"foo": 1}, "m")
-    assert openai_compat.one_line(f"bad key {SECRET}\n  here", SECRET) == "bad key *** here"
+    assert one_line(f"bad key {SECRET}\n  here", SECRET) == "bad key *** here"
 
 
 def test_concurrent_calls_share_one_client(server: ScriptedOpenAI) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import anthropic
 
 from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
+from skillgrad.backends.common import describe_sdk_error, key_availability, one_line
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError
@@ -145,30 +146,6 @@ def parse_message(payload: dict[str, Any], model: str) -> tuple[str, Usage]:
     return text, usage
 
 
-def one_line(text: str, secret: str | None, limit: int = 300) -> str:
-    """Collapse whitespace, cut to `limit` characters and mask `secret` wherever it appears."""
-    if secret:
-        text = text.replace(secret, "***")
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def describe_error(exc: Exception) -> str:
-    if isinstance(exc, anthropic.AuthenticationError):
-        return f"authentication failed (HTTP 401; check the API key): {exc.message}"
-    if isinstance(exc, anthropic.PermissionDeniedError):
-        return f"permission denied (HTTP 403): {exc.message}"
-    if isinstance(exc, anthropic.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}"
-    if isinstance(exc, anthropic.APITimeoutError):
-        return "request timed out after the SDK's retries (raise model.timeout_s or model.max_retries)"
-    if isinstance(exc, anthropic.APIConnectionError):
-        return f"could not connect after the SDK's retries: {exc.message}"
-    if isinstance(exc, ValueError):
-        return f"malformed response: {exc}"
-    return f"{type(exc).__name__}: {exc}"
-
-
 # ---------------------------------------------------------------------------------------------
 # configuration
 
@@ -177,20 +154,10 @@ def _api_key(cfg: Config, role: Role) -> str | None:
     return cfg.model.api_key_for(role) or os.environ.get("ANTHROPIC_API_KEY") or None
 
 
-def _roles_using_backend(cfg: Config) -> list[Role]:
-    roles: list[Role] = [r for r in ("optimizer", "target") if cfg.model.backend_for(r) == BACKEND]
-    return roles or ["optimizer", "target"]
-
-
 def availability(cfg: Config) -> tuple[bool, str]:
     """Usable if the SDK imports and each role on this backend has an API key or a base_url."""
-    for role in _roles_using_backend(cfg):
-        if not cfg.model.base_url_for(role) and not _api_key(cfg, role):
-            return False, (
-                f"no API key for the {role} role: set ANTHROPIC_API_KEY, model.api_key "
-                "(or model.<role>_api_key), or model.base_url for an Anthropic-compatible gateway"
-            )
-    return True, ""
+    keys: dict[Role, str | None] = {r: _api_key(cfg, r) for r in ("optimizer", "target")}
+    return key_availability(cfg, BACKEND, keys, "ANTHROPIC_API_KEY", "an Anthropic-compatible gateway")
 
 
 def create_chat(cfg: Config, role: Role) -> AnthropicChat:
@@ -247,9 +214,6 @@ class AnthropicChat:
         effort: Effort | None = None,
         stage: str,
     ) -> Reply:
-        if schema is None:
-            text, usage = self._call(messages, None, stage)
-            return Reply(text=text, usage=usage)
         return complete_structured(
             lambda convo: self._call(convo, schema, stage),
             messages,
@@ -270,6 +234,6 @@ class AnthropicChat:
             response = self._client.messages.create(**request)
             return parse_message(response.model_dump(), self.model)
         except (anthropic.APIError, ValueError) as exc:
-            detail = one_line(describe_error(exc), self._api_key)
+            detail = one_line(describe_sdk_error(exc, anthropic), self._api_key)
             message = f"{BACKEND}: stage '{stage}' failed (model {self.model}, {self.base_url}): {detail}"
             raise BackendError(message) from None

@@ -413,9 +413,6 @@ class ClaudeCodeChat:
         effort: Effort | None = None,
         stage: str,
     ) -> Reply:
-        if schema is None:
-            text, usage = self._call(messages, None, effort, stage)
-            return Reply(text=text, usage=usage)
         return complete_structured(
             lambda convo: self._call(convo, schema, effort, stage),
             messages,

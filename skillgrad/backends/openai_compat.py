@@ -19,6 +19,7 @@ from typing import Any
 import openai
 
 from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
+from skillgrad.backends.common import describe_sdk_error, key_availability, one_line
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError
@@ -122,31 +123,6 @@ def is_response_format_rejection(exc: Exception, request: dict[str, Any]) -> boo
     return isinstance(exc, openai.BadRequestError) and "response_format" in request
 
 
-def one_line(text: str, secret: str | None, limit: int = 300) -> str:
-    """Collapse whitespace, cut to `limit` characters and mask `secret` wherever it appears."""
-    if secret:
-        text = text.replace(secret, "***")
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def describe_error(exc: Exception) -> str:
-    """What went wrong, in a few words, for a BackendError."""
-    if isinstance(exc, openai.AuthenticationError):
-        return f"authentication failed (HTTP 401; check the API key): {exc.message}"
-    if isinstance(exc, openai.PermissionDeniedError):
-        return f"permission denied (HTTP 403): {exc.message}"
-    if isinstance(exc, openai.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}"
-    if isinstance(exc, openai.APITimeoutError):
-        return "request timed out after the SDK's retries (raise model.timeout_s or model.max_retries)"
-    if isinstance(exc, openai.APIConnectionError):
-        return f"could not connect after the SDK's retries: {exc.message}"
-    if isinstance(exc, ValueError):
-        return f"malformed response: {exc}"
-    return f"{type(exc).__name__}: {exc}"
-
-
 # ---------------------------------------------------------------------------------------------
 # configuration
 
@@ -155,20 +131,10 @@ def _api_key(cfg: Config, role: Role) -> str | None:
     return cfg.model.api_key_for(role) or os.environ.get("OPENAI_API_KEY") or None
 
 
-def _roles_using_backend(cfg: Config) -> list[Role]:
-    roles: list[Role] = [r for r in ("optimizer", "target") if cfg.model.backend_for(r) == BACKEND]
-    return roles or ["optimizer", "target"]
-
-
 def availability(cfg: Config) -> tuple[bool, str]:
-    """Usable if the SDK imports and each role on this backend has a base_url or an API key."""
-    for role in _roles_using_backend(cfg):
-        if not cfg.model.base_url_for(role) and not _api_key(cfg, role):
-            return False, (
-                f"no API key for the {role} role: set OPENAI_API_KEY, model.api_key "
-                "(or model.<role>_api_key), or model.base_url for a local OpenAI-compatible server"
-            )
-    return True, ""
+    """Usable if the SDK imports and each role on this backend has an API key or a base_url."""
+    keys: dict[Role, str | None] = {r: _api_key(cfg, r) for r in ("optimizer", "target")}
+    return key_availability(cfg, BACKEND, keys, "OPENAI_API_KEY", "a local OpenAI-compatible server")
 
 
 def create_chat(cfg: Config, role: Role) -> OpenAIChat:
@@ -229,15 +195,13 @@ class OpenAIChat:
         effort: Effort | None = None,
         stage: str,
     ) -> Reply:
-        if schema is None:
-            text, usage = self._call(messages, None, effort, stage)
-            return Reply(text=text, usage=usage)
-
-        def call(convo: list[Message]) -> tuple[str, Usage]:
-            return self._call(convo, schema, effort, stage)
-
         return complete_structured(
-            call, messages, schema, backend=self.name, stage=stage, retries=self.json_retries
+            lambda convo: self._call(convo, schema, effort, stage),
+            messages,
+            schema,
+            backend=self.name,
+            stage=stage,
+            retries=self.json_retries,
         )
 
     def _call(
@@ -281,7 +245,7 @@ class OpenAIChat:
         return payload
 
     def _error(self, stage: str, exc: Exception) -> BackendError:
-        detail = one_line(describe_error(exc), self._api_key)
+        detail = one_line(describe_sdk_error(exc, openai), self._api_key)
         return BackendError(
             f"{self.name}: model {self.model!r} at {self.base_url}, stage '{stage}': {detail}"
         )

@@ -56,7 +56,7 @@ def parse_structured(text: str, schema: dict[str, Any]) -> dict[str, Any]:
 def complete_structured(
     call: Callable[[list[Message]], tuple[str, Usage]],
     messages: list[Message],
-    schema: dict[str, Any],
+    schema: dict[str, Any] | None,
     *,
     backend: str,
     stage: str,
@@ -66,7 +66,11 @@ def complete_structured(
 
     `call` does one (transport-retried) request and returns (text, usage). Each re-ask shows the
     model its own reply and the reason it was refused. Usage of every attempt is summed.
+    Without a schema it is one plain call, so every backend's `complete` is this one function.
     """
+    if schema is None:
+        text, used = call(messages)
+        return Reply(text=text, usage=used)
     usage = Usage()
     convo = list(messages)
     text = ""

@@ -22,7 +22,6 @@ Environment variables reach the CLI only through `ClaudeAgentOptions.env`; os.en
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -44,6 +43,7 @@ from skillgrad.config import Config
 from skillgrad.errors import BackendError
 from skillgrad.templates import render
 from skillgrad.traces.claude import ParsedSession, steps_from_events
+from skillgrad.traces.claude_sdk import sdk_message_to_event
 from skillgrad.traces.steps import TraceStep
 
 BACKEND = "claude_code_exec"
@@ -52,81 +52,6 @@ SKILL_DESCRIPTION = "Conventions and procedures for the tasks in this workspace.
 _STDERR_LINES = 20
 _TRANSIENT_STATUS = re.compile(r"\b(429|5\d\d)\b")
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
-
-
-# ---------------------------------------------------------------------------------------------
-# SDK messages -> stream-json-shaped dicts (the raw transcript format; traces.claude parses it)
-
-_BLOCK_TYPES = {
-    "TextBlock": "text",
-    "ThinkingBlock": "thinking",
-    "ToolUseBlock": "tool_use",
-    "ToolResultBlock": "tool_result",
-    "ServerToolUseBlock": "server_tool_use",
-    "ServerToolResultBlock": "advisor_tool_result",
-}
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
-
-
-def _block(block: Any) -> dict[str, Any]:
-    if not dataclasses.is_dataclass(block) or isinstance(block, type):
-        return {"type": "unknown", "repr": repr(block)}
-    name = type(block).__name__
-    return {"type": _BLOCK_TYPES.get(name, name), **dataclasses.asdict(block)}
-
-
-def _content(content: Any) -> Any:
-    return content if isinstance(content, str) else [_block(b) for b in content or []]
-
-
-def sdk_message_to_event(msg: Any) -> dict[str, Any]:
-    """One SDK message as the dict `claude -p --output-format stream-json` prints for it."""
-    if isinstance(msg, sdk.SystemMessage):  # subclasses (task events, hooks) carry the raw dict too
-        event: dict[str, Any] = {"type": "system", "subtype": msg.subtype, **msg.data}
-    elif isinstance(msg, sdk.AssistantMessage):
-        message = {
-            "id": msg.message_id,
-            "type": "message",
-            "role": "assistant",
-            "model": msg.model,
-            "content": _content(msg.content),
-            "stop_reason": msg.stop_reason,
-            "usage": msg.usage,
-        }
-        event = {
-            "type": "assistant",
-            "message": message,
-            "parent_tool_use_id": msg.parent_tool_use_id,
-            "session_id": msg.session_id,
-            "uuid": msg.uuid,
-            "error": msg.error,
-        }
-    elif isinstance(msg, sdk.UserMessage):
-        event = {
-            "type": "user",
-            "message": {"role": "user", "content": _content(msg.content)},
-            "parent_tool_use_id": msg.parent_tool_use_id,
-            "uuid": msg.uuid,
-            "tool_use_result": msg.tool_use_result,
-        }
-    elif isinstance(msg, sdk.ResultMessage):
-        fields = dataclasses.asdict(msg)
-        fields["modelUsage"] = fields.pop("model_usage", None)  # the CLI's own key name
-        event = {"type": "result", **fields}
-    elif dataclasses.is_dataclass(msg) and not isinstance(msg, type):
-        kind = (
-            "stream_event"
-            if isinstance(msg, sdk.StreamEvent)
-            else re.sub(r"(?<!^)(?=[A-Z])", "_", type(msg).__name__).lower()
-        )
-        event = {"type": kind, **dataclasses.asdict(msg)}
-    else:
-        event = {"type": "unknown", "repr": repr(msg)}
-    result: dict[str, Any] = _jsonable(event)
-    return result
 
 
 # ---------------------------------------------------------------------------------------------

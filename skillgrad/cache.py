@@ -31,18 +31,16 @@ concurrently are serialised per key (`CallCache.claim`), so the second one is a 
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import copy
 import dataclasses
 import enum
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -50,6 +48,7 @@ from pydantic import BaseModel
 from skillgrad.atomic import write_text_atomic
 from skillgrad.backends.base import Agent, AgentResult, ChatModel, Effort, Message, Reply, Usage
 from skillgrad.benchmarks.base import Task
+from skillgrad.snapshot import restore_tree, safe_relative_path, snapshot_tree, tree_digest
 from skillgrad.traces.steps import TraceStep
 
 CACHE_VERSION = 1
@@ -327,64 +326,6 @@ def _reply_from(payload: dict[str, Any] | None) -> CachedReply | None:
 # agent
 
 
-def _files(root: Path) -> list[tuple[str, Path]]:
-    """Regular files under `root` (symlinks are neither followed nor kept), sorted by posix path."""
-    found: list[tuple[str, Path]] = []
-    for dirpath, _dirs, names in os.walk(root):
-        for name in names:
-            path = Path(dirpath) / name
-            if path.is_file() and not path.is_symlink():
-                found.append((path.relative_to(root).as_posix(), path))
-    return sorted(found)
-
-
-def tree_digest(root: Path) -> str:
-    """sha256 over the paths and contents of the files under `root` ("" when it does not exist)."""
-    if not root.is_dir():
-        return ""
-    digest = hashlib.sha256()
-    for rel, path in _files(root):
-        data = path.read_bytes()
-        digest.update(f"{rel}\0{len(data)}\0".encode())
-        digest.update(data)
-    return digest.hexdigest()
-
-
-def snapshot_tree(root: Path, max_bytes: int) -> dict[str, str] | None:
-    """{posix path: base64 content} of the files under `root`; None if they exceed `max_bytes`."""
-    if not root.is_dir():
-        return {}
-    files: dict[str, str] = {}
-    total = 0
-    for rel, path in _files(root):
-        data = path.read_bytes()
-        total += len(data)
-        if total > max_bytes:
-            return None
-        files[rel] = base64.b64encode(data).decode("ascii")
-    return files
-
-
-def _safe_rel(rel: str) -> bool:
-    parts = PurePosixPath(rel).parts
-    return bool(parts) and not PurePosixPath(rel).is_absolute() and ".." not in parts and "\0" not in rel
-
-
-def restore_tree(root: Path, files: dict[str, str]) -> None:
-    """Make the regular files under `root` exactly `files`. Paths are validated by the caller."""
-    root.mkdir(parents=True, exist_ok=True)
-    base = root.resolve()
-    for rel, path in _files(root):
-        if rel not in files:
-            path.unlink()
-    for rel, content in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.parent.resolve().is_relative_to(base):  # a symlinked dir must not lead out
-            raise ValueError(f"{rel}: leads outside the workspace")
-        target.write_bytes(base64.b64decode(content, validate=True))
-
-
 class CachedAgent:
     """Agent wrapper: a task already done with the same skill, agent and prepared workspace is
     answered from the cache (see module docstring). Error results are never stored.
@@ -476,7 +417,8 @@ class CachedAgent:
         try:
             files = payload["files"]
             if self.snapshot_workspace and not (
-                isinstance(files, dict) and all(isinstance(v, str) and _safe_rel(k) for k, v in files.items())
+                isinstance(files, dict)
+                and all(isinstance(v, str) and safe_relative_path(k) for k, v in files.items())
             ):
                 return None
             hit = CachedAgentResult(

@@ -8,8 +8,8 @@ last line of a JSONL file, which `read_jsonl_repairing` (and `append_jsonl`) cut
 from __future__ import annotations
 
 import contextlib
-import functools
 import fcntl
+import functools
 import json
 import os
 import socket

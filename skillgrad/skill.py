@@ -112,12 +112,12 @@ class SkillDoc:
                 return skip("add with empty content")
             if _contains(self.text, edit.content):
                 return skip("content already present in the skill")
-            new = self._insert(edit)
-            if new is None:
-                return skip("anchor text not found in the skill")
-            if isinstance(new, str):
-                return skip(new)
+            inserted, reason = self._insert(edit)
+            if inserted is None:
+                return skip(reason)
+            new = inserted
         else:
+            reason = "applied"
             span = _find(self.text, edit.target) if edit.target.strip() else None
             if span is None:
                 return skip("target text not found in the skill")
@@ -129,22 +129,23 @@ class SkillDoc:
             new = SkillDoc(_tidy(self.text[: span[0]] + replacement + self.text[span[1] :]))
         if max_chars is not None and len(new.text) > max_chars:
             return skip(f"the skill would exceed optimizer.max_skill_chars={max_chars}")
-        return new, EditOutcome(edit, "applied", "applied")
+        return new, EditOutcome(edit, "applied", reason)
 
-    def _insert(self, edit: Edit) -> SkillDoc | str | None:
+    def _insert(self, edit: Edit) -> tuple[SkillDoc | None, str]:
+        """(new doc, reason). An anchor that is not in the skill only loses the rule's position,
+        not the rule: it is appended at the end (weak optimizers paraphrase anchors)."""
         content = edit.content.strip("\n")
-        if not edit.target.strip():
-            base = self.text.rstrip("\n")
-            return SkillDoc((base + "\n\n" if base else "") + content + "\n")
-        span = _find(self.text, edit.target)
+        span = _find(self.text, edit.target) if edit.target.strip() else None
         if span is None:
-            return None
+            base = self.text.rstrip("\n")
+            reason = "applied (anchor not found: appended at the end)" if edit.target.strip() else "applied"
+            return SkillDoc((base + "\n\n" if base else "") + content + "\n"), reason
         # Insert after the line that holds the anchor's end, so a line is never split.
         line_end = self.text.find("\n", span[1])
         at = len(self.text) if line_end < 0 else line_end
         if self._touches_protected(at, at, insertion=True):
-            return "anchor lies in a protected region"
-        return SkillDoc(_tidy(self.text[:at] + "\n" + content + self.text[at:]))
+            return None, "anchor lies in a protected region"
+        return SkillDoc(_tidy(self.text[:at] + "\n" + content + self.text[at:])), "applied"
 
     def apply(self, edits: list[Edit], max_chars: int | None = None) -> tuple[SkillDoc, list[EditOutcome]]:
         """Apply edits in order; each gets an outcome. Skipped edits leave the skill unchanged."""

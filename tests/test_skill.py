@@ -50,19 +50,18 @@ def test_protected_region_is_untouched():
 
 
 def test_missing_target_and_duplicates_are_skipped_with_reason():
-    doc, out = SkillDoc(SKILL).apply(
-        [
-            Edit("delete", "no such text"),
-            Edit("add", "", "use metric units."),
-            Edit("add", "nowhere", "x rule"),
-        ]
-    )
+    doc, out = SkillDoc(SKILL).apply([Edit("delete", "no such text"), Edit("add", "", "use metric units.")])
     assert doc.text == SKILL
     assert [o.reason for o in out] == [
         "target text not found in the skill",
         "content already present in the skill",
-        "anchor text not found in the skill",
     ]
+
+
+def test_add_with_unknown_anchor_keeps_the_rule_at_the_end():
+    doc, out = SkillDoc(SKILL).apply([Edit("add", "a line that is not there", "New rule.")])
+    assert out[0].status == "applied" and "appended at the end" in out[0].reason
+    assert doc.text.rstrip().endswith("New rule.")
 
 
 def test_short_content_is_not_matched_inside_words():

@@ -19,13 +19,13 @@ from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import GATES
-from skillgrad.loop.merge import MERGERS, MergedEdit, Patch
+from skillgrad.loop.merge import MERGERS, Patch
 from skillgrad.loop.reflect import AnalystInputs, reflect, reflection_record
 from skillgrad.loop.rollout import BudgetStop, Rollout, mean_score, run_rollouts
 from skillgrad.loop.select import RANKERS, SCHEDULES, clip
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.runs import RunDir
-from skillgrad.skill import SkillDoc
+from skillgrad.skill import EditOutcome, SkillDoc
 from skillgrad.traces.steps import TraceCaps
 
 
@@ -51,24 +51,23 @@ class Trainer:
         ledger: Ledger,
         initial_skill: str,
     ) -> None:
-        self.cfg, self.benchmark, self.roles, self.run, self.events, self.ledger = (
-            cfg,
-            benchmark,
-            roles,
-            run,
-            events,
-            ledger,
-        )
+        self.cfg = cfg
+        self.benchmark = benchmark
+        self.roles = roles
+        self.run = run
+        self.events = events
+        self.ledger = ledger
         self.initial_skill = initial_skill
         self.caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
         self.gate = GATES[cfg.optimizer.gate]()
         self.merger = MERGERS[cfg.optimizer.merge]()
         self.ranker = RANKERS[cfg.optimizer.rank]()
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
+        # Passed explicitly from the config: the analyst sees Claude Code's trace steps only when asked.
         self.include_traces = (
             roles.harness
             and cfg.model.target_backend == "claude_code_exec"
-            and (cfg.model.claude_trace_to_optimizer)
+            and cfg.model.claude_trace_to_optimizer
         )
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
         self._step_usage: dict[str, Usage] = {}
@@ -83,8 +82,11 @@ class Trainer:
             self._step_usage[role] = self._step_usage.get(role, Usage()) + usage
 
     def _before_call(self) -> None:
-        if self.ledger.check():
-            raise BudgetStop(self.ledger.check())
+        """No paid call starts once a cap is reached (calls already in flight still finish, so a
+        run may pass a cap by at most `train.concurrency - 1` calls)."""
+        reason = self.ledger.check()
+        if reason:
+            raise BudgetStop(reason)
 
     # -- stages ---------------------------------------------------------------------------------
     def rollouts(self, tasks: list[Task], skill: str, prefix: Path, stage: str, step: int) -> list[Rollout]:
@@ -135,21 +137,16 @@ class Trainer:
             inputs = AnalystInputs(
                 state.current_text, minibatch, rejected, lr, self.include_traces, self.caps
             )
+            record_path = self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json"
             try:
                 patch, reply, messages = reflect(
                     optimizer, inputs, index, self.cfg.model.effort_for("optimizer")
                 )
             except (StructuredOutputError, BackendError) as exc:
-                self.run.write_json(
-                    self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json",
-                    {"minibatch": index, "error": str(exc)},
-                )
+                self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
                 return exc
             self._record("optimizer", "reflect", reply.usage, saved_usage(reply))
-            self.run.write_json(
-                self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json",
-                reflection_record(index, minibatch, messages, reply, patch),
-            )
+            self.run.write_json(record_path, reflection_record(index, minibatch, messages, reply, patch))
             return patch
 
         with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
@@ -186,7 +183,7 @@ class Trainer:
         candidate, outcomes = current.apply([m.edit for m in selected], self.cfg.optimizer.max_skill_chars)
         self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
         self.run.write_text(folder / "candidate_skill.md", candidate.text)
-        record = self._validate_and_gate(state, step, candidate, selected, outcomes)
+        record = self._validate_and_gate(state, step, candidate, outcomes)
         state.step = step
         self.run.append_history(
             {
@@ -215,8 +212,7 @@ class Trainer:
         state: TrainState,
         step: int,
         candidate: SkillDoc,
-        selected: list[MergedEdit],
-        outcomes: list[Any],
+        outcomes: list[EditOutcome],
     ) -> dict[str, Any]:
         folder = self.run.step_dir(step)
         applied = [o.edit for o in outcomes if o.status == "applied"]

@@ -178,6 +178,12 @@ def _version_at_step(history: list[dict[str, Any]], step: int) -> str | None:
     return None
 
 
+def _version_before_step(history: list[dict[str, Any]], step: int) -> str:
+    """The skill a step's train rollouts used: the last version accepted before that step."""
+    versions = [r["version"] for r in history if r.get("version") and int(r.get("step", 0)) < step]
+    return versions[-1] if versions else "v0000"
+
+
 def _rollout_sets(path: Path, history: list[dict[str, Any]]) -> list[RolloutSet]:
     sets: list[RolloutSet] = []
     test_root = path / "test"
@@ -192,7 +198,12 @@ def _rollout_sets(path: Path, history: list[dict[str, Any]]) -> list[RolloutSet]
         for split_dir in sorted((sdir / "rollouts").glob("*"), key=lambda d: SPLIT_ORDER.get(d.name, 9)):
             if not split_dir.is_dir():
                 continue
-            version = "v0000" if step == 0 else _version_at_step(history, step)
+            if step == 0:
+                version: str | None = "v0000"
+            elif split_dir.name == "train":
+                version = _version_before_step(history, step)
+            else:  # the candidate's validation: a version only if it was accepted
+                version = _version_at_step(history, step)
             label = "baseline" if step == 0 else f"step {step}"
             title = f"{label} · {split_dir.name}" + (f" · {version}" if version and step else "")
             sets.append(

@@ -154,7 +154,7 @@ def cmd_backends(args: argparse.Namespace) -> int:
     for name, spec in BACKENDS.items():
         ok, reason = availability(cfg, name)
         kind = "agent harness" if spec.harness else "chat model"
-        status = "usable" if ok else f"not usable: {reason}"
+        status = ("usable" + (f" ({reason})" if reason else "")) if ok else f"not usable: {reason}"
         print(f"{name:<18} roles: {', '.join(spec.roles):<18} {kind:<14} {status}")
     return 0
 

@@ -66,9 +66,13 @@ def agent_handler(workspace: Path) -> Any:
     return handler
 
 
-def test_availability_and_registry() -> None:
+def test_availability_and_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     cfg = make_cfg(None)
-    assert availability(cfg, "claude_code_exec") == (True, "")
+    ok, note = availability(cfg, "claude_code_exec")
+    assert ok and "claude" in note and "logged-in CLI" in note  # no key anywhere: says so
+    cfg.model.api_key = "sk-ant-test-FAKE-000000000"  # type: ignore[assignment]
+    assert "logged-in" not in availability(cfg, "claude_code_exec")[1]
     cfg.model.claude_code_cli_path = "/nonexistent/claude"
     ok, reason = availability(cfg, "claude_code_exec")
     assert not ok and "claude_code_cli_path" in reason

@@ -74,8 +74,17 @@ def find_cli(cfg: Config) -> str | None:
 
 def availability(cfg: Config) -> tuple[bool, str]:
     """Usable when the CLI exists (configured, bundled with the SDK, or on PATH). No network."""
-    if find_cli(cfg):
-        return True, ""
+    cli = find_cli(cfg)
+    if cli:
+        keyed = any(cfg.model.api_key_for(r) for r in ("optimizer", "target")) or os.environ.get(
+            "ANTHROPIC_API_KEY"
+        )
+        login = (
+            ""
+            if keyed
+            else "; no ANTHROPIC_API_KEY or model.api_key: relies on a logged-in CLI (claude login)"
+        )
+        return True, f"CLI {cli}{login}"
     if cfg.model.claude_code_cli_path:
         return (
             False,

@@ -20,6 +20,7 @@ from skillgrad.wiring import (
     initial_skill,
     open_session,
     read_skill,
+    redactor_for,
 )
 
 
@@ -39,11 +40,12 @@ def print_estimate(cfg: Config) -> int:
 def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: bool = True) -> int:
     skill = initial_skill(cfg)
     benchmark = checked_benchmark(cfg, _splits(cfg))
-    roles = build_roles(cfg, call_cache(cfg, use_cache))
+    redactor = redactor_for(cfg)
+    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache))
     out = out or default_out(cfg, "train")
     if resume:
         check_same_config(out, cfg)
-    session = open_session(cfg, out, resume=resume)
+    session = open_session(cfg, out, redactor, resume=resume)
     with RunLock(out / ".lock"):
         state = None
         if resume:
@@ -71,9 +73,10 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
 def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use_cache: bool = True) -> int:
     skill = read_skill(skill_path)
     benchmark = checked_benchmark(cfg, (split,))
-    roles = build_roles(cfg, call_cache(cfg, use_cache), optimizer=False)
+    redactor = redactor_for(cfg)
+    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), optimizer=False)
     out = out or default_out(cfg, "eval")
-    session = open_session(cfg, out)
+    session = open_session(cfg, out, redactor)
     with RunLock(out / ".lock"):
         session.run.write_json("config.json", cfg.portable().to_json())
         trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)

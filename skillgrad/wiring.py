@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,9 +58,15 @@ def checked_benchmark(cfg: Config, splits: tuple[str, ...]) -> Benchmark:
 DEFAULT_CACHE_DIR = Path("~/.cache/skillgrad/calls")
 
 
-def call_cache(cfg: Config, enabled: bool = True) -> CallCache:
+def redactor_for(cfg: Config) -> Redactor:
+    """Every secret of this config and of the environment, hidden by value wherever it appears."""
+    return Redactor.from_config(cfg, os.environ)
+
+
+def call_cache(cfg: Config, redactor: Redactor, enabled: bool = True) -> CallCache:
+    """The shared call cache; what it stores is redacted too, as it outlives the run."""
     root = cfg.resolve_path(cfg.cache.dir) if cfg.cache.dir else DEFAULT_CACHE_DIR.expanduser()
-    return CallCache(root, enabled=enabled and cfg.cache.enabled)
+    return CallCache(root, enabled=enabled and cfg.cache.enabled, redact=redactor.redact_json)
 
 
 def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Roles:
@@ -94,8 +101,6 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Rol
 
 
 def default_out(cfg: Config, kind: str) -> Path:
-    import time
-
     return Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{cfg.benchmark.name.replace(':', '_')}"
 
 
@@ -104,15 +109,13 @@ class Session:
     run: RunDir
     events: Events
     ledger: Ledger
-    redactor: Redactor
 
 
-def open_session(cfg: Config, out: Path, *, resume: bool = False) -> Session:
-    redactor = Redactor.from_config(cfg, os.environ)
+def open_session(cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False) -> Session:
     tracker = make_tracking_observer(cfg, out)  # may refuse (no mlflow): before anything is written
     run = RunDir(out, redactor.redact)
     run.create(allow_existing=resume)
     observers: list[Observer] = list(make_observers(out, sys.stdout))
     if tracker is not None:
         observers.append(tracker)
-    return Session(run, Events(observers), Ledger(cfg.budget), redactor)
+    return Session(run, Events(observers), Ledger(cfg.budget))

@@ -193,5 +193,7 @@ def test_no_secret_reaches_the_run_folder(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
     blob = "".join(p.read_text(encoding="utf-8") for p in out.rglob("*") if p.is_file())
     assert FAKE_KEY not in blob and env_secret not in blob
+    cached = "".join(p.read_text(encoding="utf-8") for p in (tmp_path / "a" / "cache").rglob("*.json"))
+    assert cached and FAKE_KEY not in cached and env_secret not in cached  # the cache outlives the run
     assert "[REDACTED]" in blob
     assert FAKE_KEY not in proc.stdout + proc.stderr

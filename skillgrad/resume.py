@@ -27,8 +27,7 @@ def _drop_redacted(node: Any) -> Any:
     return node
 
 
-def stored_config(out: Path, overrides: list[str], **roles: str | None) -> Config:
-    """The run's own config (secrets come back from the environment, as they were never stored)."""
+def _stored(out: Path) -> dict[str, Any]:
     path = out / "config.json"
     if not path.is_file():
         raise UserError(f"{out}: not a skillgrad run folder (no config.json); check the --resume path")
@@ -36,7 +35,12 @@ def stored_config(out: Path, overrides: list[str], **roles: str | None) -> Confi
         data = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
         raise UserError(f"{path}: unreadable config.json; this run folder cannot be resumed") from None
-    return config_from_data(_drop_redacted(data), str(path), overrides, base_dir=out, **roles)
+    return _drop_redacted(data)  # type: ignore[no-any-return]
+
+
+def stored_config(out: Path, overrides: list[str], **roles: str | None) -> Config:
+    """The run's own config (secrets come back from the environment, as they were never stored)."""
+    return config_from_data(_stored(out), str(out / "config.json"), overrides, base_dir=out, **roles)
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -50,7 +54,7 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
 
 def check_same_config(out: Path, cfg: Config) -> None:
     """Refuse to resume with a config that would make a different run."""
-    stored = _flatten(_drop_redacted(json.loads((out / "config.json").read_text(encoding="utf-8"))))
+    stored = _flatten(_stored(out))
     current = _flatten(_drop_redacted(cfg.portable().to_json()))
     changed = sorted(
         key

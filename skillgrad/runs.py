@@ -39,13 +39,11 @@ class RunDir:
 
     def write_text(self, rel: str | Path, text: str) -> Path:
         target = self.root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(target, self._redact(text))
         return target
 
     def write_json(self, rel: str | Path, obj: Any) -> Path:
         target = self.root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(target, self._clean(obj))
         return target
 

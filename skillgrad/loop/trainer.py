@@ -72,6 +72,7 @@ class Trainer:
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
         self._step_usage: dict[str, Usage] = {}
         self._splits: dict[str, list[Task]] = {}
+        self.epoch: int | None = None  # the epoch in progress, for progress events
         self._lock = threading.Lock()
 
     # -- accounting -----------------------------------------------------------------------------
@@ -80,6 +81,10 @@ class Trainer:
         self.ledger.record(role, stage, usage, saved=saved)
         with self._lock:
             self._step_usage[role] = self._step_usage.get(role, Usage()) + usage
+
+    def _usage_so_far(self) -> dict[str, Any]:
+        """Paid usage by role, as Usage JSON (cost None while any call's price is unknown)."""
+        return {role: bucket.usage().to_json() for role, bucket in self.ledger.by_role().items()}
 
     def _before_call(self) -> None:
         """No paid call starts once a cap is reached (calls already in flight still finish, so a
@@ -90,7 +95,7 @@ class Trainer:
 
     # -- stages ---------------------------------------------------------------------------------
     def rollouts(self, tasks: list[Task], skill: str, prefix: Path, stage: str, step: int) -> list[Rollout]:
-        self.events.emit("stage_start", stage=stage, step=step, epoch=None, total=len(tasks))
+        self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks))
         done = [0]
 
         def on_done(index: int, rollout: Rollout) -> None:
@@ -129,7 +134,7 @@ class Trainer:
         minibatches = [rollouts[i : i + size] for i in range(0, len(rollouts), size)]
         # Minibatches where every task passed carry no signal for a fix: skip their cost.
         work = [(i, mb) for i, mb in enumerate(minibatches) if any(not r.score.passed for r in mb)]
-        self.events.emit("stage_start", stage="reflect", step=step, epoch=None, total=len(work))
+        self.events.emit("stage_start", stage="reflect", step=step, epoch=self.epoch, total=len(work))
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
 
         def one(index: int, minibatch: list[Rollout]) -> Patch | Exception:
@@ -204,7 +209,7 @@ class Trainer:
             best_score=state.best_score,
             current_score=before,
             edits_applied=sum(1 for o in outcomes if o.status == "applied"),
-            usage={role: u.to_json() for role, u in self.ledger.by_role().items()},
+            usage=self._usage_so_far(),
         )
 
     def _validate_and_gate(
@@ -308,6 +313,7 @@ class Trainer:
             state = state or self.baseline()
             step = 0
             for epoch in range(1, self.cfg.train.epochs + 1):
+                self.epoch = epoch
                 for batch in self.batches(epoch):
                     step += 1
                     if step <= state.step:
@@ -331,7 +337,7 @@ class Trainer:
             best_score=state.best_score,
             baseline_score=state.baseline_score,
             stopped=stopped,
-            usage={role: u.to_json() for role, u in self.ledger.by_role().items()},
+            usage=self._usage_so_far(),
         )
         return summary
 

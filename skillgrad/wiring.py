@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillgrad.backends.registry import make_agent, make_chat, spec_for
+from skillgrad.backends.registry import Backends, spec_for
 from skillgrad.benchmarks.base import SPLITS, Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.budget import Ledger
@@ -72,12 +72,13 @@ def call_cache(cfg: Config, redactor: Redactor, enabled: bool = True) -> CallCac
 def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Roles:
     """Both roles, wrapped in the call cache; everything that shapes a reply is in its key."""
     m = cfg.model
+    backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
     sampling = {"temperature": m.temperature, "max_output_tokens": m.max_output_tokens}
     chat = None
     if optimizer:
         chat = CachedChatModel(
-            make_chat(cfg, "optimizer"),
+            backends.chat("optimizer"),
             cache,
             salt=cfg.cache.salt,
             sampling={**sampling, "base_url": m.base_url_for("optimizer")},
@@ -95,7 +96,7 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Rol
             skill_name=cfg.skill.name,
         )
     agent = CachedAgent(
-        make_agent(cfg), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
+        backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
     )
     return Roles(optimizer=chat, agent=agent, harness=target.harness)
 

@@ -18,7 +18,7 @@ import pytest
 
 from skillgrad.backends import local
 from skillgrad.backends.base import Message
-from skillgrad.backends.registry import make_agent, make_chat
+from skillgrad.backends.registry import Backends, make_agent, make_chat
 from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config, load_config
 from skillgrad.errors import UserError
@@ -76,8 +76,9 @@ def test_default_model_is_the_verified_packaged_file(model_path: Path) -> None:
 
 def test_both_roles_share_one_loaded_model(model_path: Path) -> None:
     cfg = _cfg("model.max_output_tokens=24")
-    optimizer = make_chat(cfg, "optimizer")
-    target = make_chat(cfg, "target")
+    backends = Backends(cfg)  # one run's backends: the local model is loaded once for both roles
+    optimizer = backends.chat("optimizer")
+    target = backends.chat("target")
     assert isinstance(optimizer, local.LocalChat) and isinstance(target, local.LocalChat)
     assert optimizer.runtime is target.runtime
     assert optimizer.name == "local" and optimizer.model == model_path.name

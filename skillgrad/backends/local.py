@@ -288,9 +288,6 @@ class LocalFactory:
         )
 
 
-_FACTORY = LocalFactory()  # holds only weak references: a model lives as long as its chat objects
-
-
 def _role_value(cfg: Config, role: Role) -> tuple[str | None, str]:
     """The model value a local role uses and the config key it came from."""
     own = cfg.model.model_for(role)
@@ -313,5 +310,10 @@ def availability(cfg: Config) -> tuple[bool, str]:
     return True, ""
 
 
-def create_chat(cfg: Config, role: Role) -> LocalChat:
-    return _FACTORY.create_chat(cfg, role)
+def new_run_state() -> LocalFactory:
+    """One factory per run: both roles get the same loaded model when they use the same file."""
+    return LocalFactory()
+
+
+def create_chat(cfg: Config, role: Role, factory: LocalFactory | None = None) -> LocalChat:
+    return (factory or LocalFactory()).create_chat(cfg, role)

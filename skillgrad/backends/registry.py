@@ -4,7 +4,9 @@ Each backend module exposes:
 - `availability(cfg) -> tuple[bool, str]`: usable here?, and the reason when not (missing package,
   CLI not found, no credentials). Must not make network calls.
 - `create_chat(cfg, role) -> ChatModel` for backends serving the optimizer role (and chat targets).
-- `create_agent(cfg) -> Agent` for agent harnesses (claude_code_exec). Chat backends used as a
+- `create_agent(cfg) -> Agent` for agent harnesses (claude_code_exec).
+- optionally `new_run_state()`: one object per run, then passed as a third / second argument to
+  the factories above (see `Backends`). Chat backends used as a
   target are wrapped in `ChatAgent` here, so the trainer only ever sees the two protocols.
 """
 
@@ -73,20 +75,44 @@ def _usable_module(cfg: Config, name: str, role: Role) -> ModuleType:
     return spec.load()
 
 
+class Backends:
+    """The backends of one run. A backend module that defines `new_run_state()` gets one such
+    object per run, passed to its factories, so both roles can share it (the local backend loads
+    its model once) without any process-global state."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self._states: dict[str, object] = {}
+
+    def _factory_args(self, module: ModuleType) -> tuple[object, ...]:
+        if not hasattr(module, "new_run_state"):
+            return ()
+        if module.__name__ not in self._states:
+            self._states[module.__name__] = module.new_run_state()
+        return (self._states[module.__name__],)
+
+    def chat(self, role: Role) -> ChatModel:
+        """The optimizer role's ChatModel (role='optimizer'), or a chat target's model."""
+        module = _usable_module(self.cfg, self.cfg.model.backend_for(role), role)
+        chat: ChatModel = module.create_chat(self.cfg, role, *self._factory_args(module))
+        return chat
+
+    def agent(self) -> Agent:
+        """The target role as an Agent: a harness directly, a chat backend through ChatAgent."""
+        name = self.cfg.model.backend_for("target")
+        if spec_for(name).harness:
+            module = _usable_module(self.cfg, name, "target")
+            agent: Agent = module.create_agent(self.cfg, *self._factory_args(module))
+            return agent
+        from skillgrad.backends.chat_agent import ChatAgent
+
+        return ChatAgent(self.chat("target"), effort=self.cfg.model.effort_for("target"))
+
+
 def make_chat(cfg: Config, role: Role) -> ChatModel:
-    """The optimizer role's ChatModel (role='optimizer'), or a chat target's model."""
-    name = cfg.model.backend_for(role)
-    chat: ChatModel = _usable_module(cfg, name, role).create_chat(cfg, role)
-    return chat
+    """One role's ChatModel on its own (tests, tools); a run builds both through `Backends`."""
+    return Backends(cfg).chat(role)
 
 
 def make_agent(cfg: Config) -> Agent:
-    """The target role as an Agent: a harness directly, a chat backend through ChatAgent."""
-    name = cfg.model.backend_for("target")
-    spec = spec_for(name)
-    if spec.harness:
-        agent: Agent = _usable_module(cfg, name, "target").create_agent(cfg)
-        return agent
-    from skillgrad.backends.chat_agent import ChatAgent
-
-    return ChatAgent(make_chat(cfg, "target"), effort=cfg.model.effort_for("target"))
+    return Backends(cfg).agent()

@@ -144,11 +144,13 @@ def test_resume_refuses_a_different_config_and_a_second_trainer(tmp_path: Path) 
         assert proc.returncode == 0, proc.stderr
 
 
-def test_budget_cap_stops_at_the_cap_and_keeps_the_best(tmp_path: Path) -> None:
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_budget_cap_stops_at_the_cap_and_keeps_the_best(tmp_path: Path, concurrency: int) -> None:
     world = World()
     with ScriptedOpenAI(world) as server:
         cfg, out = config(tmp_path, server, "a"), tmp_path / "run"
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "budget.max_calls=10")
+        caps = ["--set", "budget.max_calls=10", "--set", f"train.concurrency={concurrency}"]
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), *caps)
         assert proc.returncode == 0, proc.stderr
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["stopped"] == "budget"

@@ -74,24 +74,38 @@ class Trainer:
         self._splits: dict[str, list[Task]] = {}
         self.epoch: int | None = None  # the epoch in progress, for progress events
         self._lock = threading.Lock()
+        self._in_flight = 0  # reserved units of work not yet recorded (see _before_call)
 
     # -- accounting -----------------------------------------------------------------------------
     def _record(self, role: str, stage: str, usage: Usage, saved: Usage | None) -> None:
-        """Paid usage counts against the budget; `saved` is what a cache hit avoided paying."""
+        """Paid usage counts against the budget; `saved` is what a cache hit avoided paying.
+        Ends the reservation `_before_call` made for this unit of work."""
         self.ledger.record(role, stage, usage, saved=saved)
         with self._lock:
             self._step_usage[role] = self._step_usage.get(role, Usage()) + usage
+            self._in_flight -= 1
+
+    def _release(self) -> None:
+        """End a reservation whose unit of work failed without usage to record."""
+        with self._lock:
+            self._in_flight -= 1
 
     def _usage_so_far(self) -> dict[str, Any]:
         """Paid usage by role, as Usage JSON (cost None while any call's price is unknown)."""
         return {role: bucket.usage().to_json() for role, bucket in self.ledger.by_role().items()}
 
     def _before_call(self) -> None:
-        """No paid call starts once a cap is reached (calls already in flight still finish, so a
-        run may pass a cap by at most `train.concurrency - 1` calls)."""
-        reason = self.ledger.check()
-        if reason:
-            raise BudgetStop(reason)
+        """Reserve one unit of work (a rollout or an analyst call), or stop at a cap. Units in
+        flight count against `budget.max_calls`, so concurrency cannot overshoot it; token and
+        dollar caps are known only after a call, so they can be passed by the calls in flight."""
+        with self._lock:
+            reason = self.ledger.check()
+            cap = self.cfg.budget.max_calls
+            if reason is None and cap is not None and self.ledger.total().calls + self._in_flight >= cap:
+                reason = f"budget.max_calls reached: {cap} calls made or in flight"
+            if reason:
+                raise BudgetStop(reason)
+            self._in_flight += 1
 
     # -- stages ---------------------------------------------------------------------------------
     def rollouts(self, tasks: list[Task], skill: str, prefix: Path, stage: str, step: int) -> list[Rollout]:
@@ -148,6 +162,7 @@ class Trainer:
                     optimizer, inputs, index, self.cfg.model.effort_for("optimizer")
                 )
             except (StructuredOutputError, BackendError) as exc:
+                self._release()
                 self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
                 return exc
             self._record("optimizer", "reflect", reply.usage, saved_usage(reply))

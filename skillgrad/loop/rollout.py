@@ -38,10 +38,6 @@ def mean_score(rollouts: list[Rollout]) -> float:
     return sum(r.score.value for r in rollouts) / len(rollouts) if rollouts else 0.0
 
 
-class BudgetStop(Exception):
-    """Raised inside a stage when the budget is exhausted; the trainer stops at a safe point."""
-
-
 def score_safely(benchmark: Benchmark, task: Task, result: AgentResult) -> Score:
     """A scorer bug or a crashed agent scores 0 with feedback; it never kills the run."""
     if result.is_error:

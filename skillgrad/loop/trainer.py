@@ -11,17 +11,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillgrad.backends.base import Agent, ChatModel, Usage
+from skillgrad.backends.base import Agent, ChatModel
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Task
 from skillgrad.budget import Ledger
 from skillgrad.cache import saved_usage
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError
+from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import GATES
 from skillgrad.loop.merge import MERGERS, Patch
 from skillgrad.loop.reflect import AnalystInputs, reflect, reflection_record
-from skillgrad.loop.rollout import BudgetStop, Rollout, mean_score, run_rollouts
+from skillgrad.loop.rollout import Rollout, mean_score, run_rollouts
 from skillgrad.loop.select import RANKERS, SCHEDULES, clip
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.runs import RunDir
@@ -70,42 +71,10 @@ class Trainer:
             and cfg.model.claude_trace_to_optimizer
         )
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
-        self._step_usage: dict[str, Usage] = {}
+        self.accounting = Accounting(ledger)
         self._splits: dict[str, list[Task]] = {}
         self.epoch: int | None = None  # the epoch in progress, for progress events
         self._lock = threading.Lock()
-        self._in_flight = 0  # reserved units of work not yet recorded (see _before_call)
-
-    # -- accounting -----------------------------------------------------------------------------
-    def _record(self, role: str, stage: str, usage: Usage, saved: Usage | None) -> None:
-        """Paid usage counts against the budget; `saved` is what a cache hit avoided paying.
-        Ends the reservation `_before_call` made for this unit of work."""
-        self.ledger.record(role, stage, usage, saved=saved)
-        with self._lock:
-            self._step_usage[role] = self._step_usage.get(role, Usage()) + usage
-            self._in_flight -= 1
-
-    def _release(self) -> None:
-        """End a reservation whose unit of work failed without usage to record."""
-        with self._lock:
-            self._in_flight -= 1
-
-    def _usage_so_far(self) -> dict[str, Any]:
-        """Paid usage by role, as Usage JSON (cost None while any call's price is unknown)."""
-        return {role: bucket.usage().to_json() for role, bucket in self.ledger.by_role().items()}
-
-    def _before_call(self) -> None:
-        """Reserve one unit of work (a rollout or an analyst call), or stop at a cap. Units in
-        flight count against `budget.max_calls`, so concurrency cannot overshoot it; token and
-        dollar caps are known only after a call, so they can be passed by the calls in flight."""
-        with self._lock:
-            reason = self.ledger.check()
-            cap = self.cfg.budget.max_calls
-            if reason is None and cap is not None and self.ledger.total().calls + self._in_flight >= cap:
-                reason = f"budget.max_calls reached: {cap} calls made or in flight"
-            if reason:
-                raise BudgetStop(reason)
-            self._in_flight += 1
 
     # -- stages ---------------------------------------------------------------------------------
     def rollouts(self, tasks: list[Task], skill: str, prefix: Path, stage: str, step: int) -> list[Rollout]:
@@ -113,7 +82,7 @@ class Trainer:
         done = [0]
 
         def on_done(index: int, rollout: Rollout) -> None:
-            self._record("target", stage, rollout.result.usage, saved_usage(rollout.result))
+            self.accounting.record("target", stage, rollout.result.usage, saved_usage(rollout.result))
             self.run.write_rollout(prefix, rollout, harness=self.roles.harness, caps=self.caps)
             with self._lock:
                 done[0] += 1
@@ -135,7 +104,7 @@ class Trainer:
             skill,
             workspace_for=lambda task: self.run.fresh_workspace(prefix, task, create=self.needs_workspace),
             on_done=on_done,
-            before_call=self._before_call,
+            before_call=self.accounting.reserve,
             concurrency=self.cfg.train.concurrency,
         )
         self.events.emit("stage_end", stage=stage, step=step, mean_score=mean_score(results))
@@ -152,7 +121,7 @@ class Trainer:
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
 
         def one(index: int, minibatch: list[Rollout]) -> Patch | Exception:
-            self._before_call()
+            self.accounting.reserve()
             inputs = AnalystInputs(
                 state.current_text, minibatch, rejected, lr, self.include_traces, self.caps
             )
@@ -162,10 +131,10 @@ class Trainer:
                     optimizer, inputs, index, self.cfg.model.effort_for("optimizer")
                 )
             except (StructuredOutputError, BackendError) as exc:
-                self._release()
+                self.accounting.release()
                 self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
                 return exc
-            self._record("optimizer", "reflect", reply.usage, saved_usage(reply))
+            self.accounting.record("optimizer", "reflect", reply.usage, saved_usage(reply))
             self.run.write_json(record_path, reflection_record(index, minibatch, messages, reply, patch))
             return patch
 
@@ -179,7 +148,7 @@ class Trainer:
 
     # -- one step -------------------------------------------------------------------------------
     def step(self, state: TrainState, step: int, epoch: int, batch: list[Task], total_steps: int) -> None:
-        self._step_usage = {}
+        self.accounting.start_step()
         before = state.current_score
         folder = self.run.step_dir(step)
         lr = self.schedule(
@@ -212,7 +181,7 @@ class Trainer:
                 "learning_rate": lr,
                 "train_score": mean_score(train),
                 **record,
-                "usage": {role: u.to_json() for role, u in sorted(self._step_usage.items())},
+                "usage": self.accounting.step_usage(),
             }
         )
         self.events.emit(
@@ -224,7 +193,7 @@ class Trainer:
             best_score=state.best_score,
             current_score=before,
             edits_applied=sum(1 for o in outcomes if o.status == "applied"),
-            usage=self._usage_so_far(),
+            usage=self.accounting.usage_so_far(),
         )
 
     def _validate_and_gate(
@@ -352,7 +321,7 @@ class Trainer:
             best_score=state.best_score,
             baseline_score=state.baseline_score,
             stopped=stopped,
-            usage=self._usage_so_far(),
+            usage=self.accounting.usage_so_far(),
         )
         return summary
 

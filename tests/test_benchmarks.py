@@ -13,6 +13,7 @@ import pytest
 from skillgrad.backends.base import AgentResult
 from skillgrad.benchmarks import humaneval
 from skillgrad.benchmarks.base import SPLITS, AgenticBenchmark, Task
+from skillgrad.benchmarks.qa import PoolBenchmark
 from skillgrad.benchmarks.registry import benchmark_names, load_benchmark
 from skillgrad.benchmarks.splits import safe_task_id
 from skillgrad.config import Config
@@ -253,6 +254,12 @@ def test_searchqa_manifest_presplit(tmp_path: Path) -> None:
         load_benchmark(cfg)
 
 
+def test_gsm8k_without_data_or_datasets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "datasets", None)
+    with pytest.raises(UserError, match="gsm8k: .*GSM8K JSONL.*or pip install datasets"):
+        load_benchmark(make_cfg(tmp_path, name="gsm8k"))
+
+
 def test_searchqa_without_data_or_datasets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "datasets", None)  # makes `import datasets` fail
     with pytest.raises(UserError, match="set --set benchmark.data=PATH.*or pip install datasets"):
@@ -266,19 +273,19 @@ HE_TEST = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert ca
 
 
 @pytest.fixture
-def he_bench(tmp_path: Path) -> tuple[humaneval.HumanEval, Task]:
+def he_bench(tmp_path: Path) -> tuple[PoolBenchmark, Task]:
     row = {"task_id": "HumanEval/0", "prompt": HE_PROMPT, "test": HE_TEST, "entry_point": "add"}
     write_jsonl(tmp_path / "he.jsonl", [row])
     cfg = make_cfg(tmp_path, name="humaneval", data="he.jsonl", train_size=0, val_size=1,
                    options={"timeout_s": 1.5, "memory_mb": 256})  # fmt: skip
     bench = load_benchmark(cfg)
-    assert isinstance(bench, humaneval.HumanEval)
+    assert isinstance(bench, PoolBenchmark) and bench.name == "humaneval"
     (task,) = bench.load("val")
     assert task.id == safe_task_id("HumanEval/0") and HE_PROMPT in task.question
     return bench, task
 
 
-def test_humaneval_correct_completions_pass(he_bench: tuple[humaneval.HumanEval, Task]) -> None:
+def test_humaneval_correct_completions_pass(he_bench: tuple[PoolBenchmark, Task]) -> None:
     bench, task = he_bench
     full = f"Sure:\n```python\n{HE_PROMPT}    return a + b\n```\nDone."
     assert bench.score(task, answer(full)).passed
@@ -297,7 +304,7 @@ def test_humaneval_correct_completions_pass(he_bench: tuple[humaneval.HumanEval,
     ],
 )
 def test_humaneval_hanging_and_crashing_score_zero(
-    he_bench: tuple[humaneval.HumanEval, Task], code: str, feedback: str
+    he_bench: tuple[PoolBenchmark, Task], code: str, feedback: str
 ) -> None:
     bench, task = he_bench
     start = time.monotonic()
@@ -307,7 +314,7 @@ def test_humaneval_hanging_and_crashing_score_zero(
 
 
 def test_humaneval_sandbox_hides_secrets(
-    he_bench: tuple[humaneval.HumanEval, Task], monkeypatch: pytest.MonkeyPatch
+    he_bench: tuple[PoolBenchmark, Task], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     bench, task = he_bench

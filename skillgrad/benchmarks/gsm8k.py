@@ -13,7 +13,6 @@ the gold number exactly. Feedback shows the expected number. The worked solution
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from skillgrad.benchmarks.base import Task
 from skillgrad.benchmarks.qa import PoolBenchmark, answer_scorer, make_task
 from skillgrad.benchmarks.scoring import extract_number, format_number, score_numeric
-from skillgrad.benchmarks.splits import iter_jsonl, parse_options, row_id, text_field
+from skillgrad.benchmarks.splits import hub_rows, iter_jsonl, parse_options, row_id, text_field
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 
@@ -53,20 +52,8 @@ def read_gsm8k(path: Path) -> list[Task]:
 
 
 def _hub_tasks(split: str) -> list[Task]:
-    try:
-        datasets = importlib.import_module("datasets")
-    except ImportError:
-        raise UserError(
-            "gsm8k: no benchmark.data and the 'datasets' package is not installed; set "
-            "--set benchmark.data=PATH to a GSM8K JSONL (e.g. ../shared/data/gsm8k/test.jsonl)"
-        ) from None
-    try:
-        rows = datasets.load_dataset("openai/gsm8k", "main", split=split)
-    except Exception as exc:  # network, auth or cache errors from the hub: all user-fixable
-        raise UserError(
-            f"gsm8k: could not load openai/gsm8k [{split}] ({type(exc).__name__}: {str(exc)[:200]}); "
-            "check the network or set benchmark.data to a local JSONL"
-        ) from None
+    hint = "set --set benchmark.data=PATH to a GSM8K JSONL (e.g. ../shared/data/gsm8k/test.jsonl)"
+    rows = hub_rows("gsm8k", "openai/gsm8k", split, hint, name="main")
     return [
         gsm8k_task(dict(row), f"openai/gsm8k[{split}] row {i}", f"gsm8k-{split}-{i}")
         for i, row in enumerate(rows)

@@ -18,19 +18,15 @@ import importlib.util
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillgrad.benchmarks.base import Score, Split, Task
-from skillgrad.benchmarks.qa import make_task
+from skillgrad.benchmarks.base import Score, Task
+from skillgrad.benchmarks.qa import PoolBenchmark, TaskScorer, make_task
 from skillgrad.benchmarks.sandbox import RunResult, Sandbox
-from skillgrad.benchmarks.splits import iter_jsonl, parse_options, row_id, split_pool, text_field
-from skillgrad.config import BenchmarkConfig, Config
+from skillgrad.benchmarks.splits import iter_jsonl, parse_options, row_id, text_field
+from skillgrad.config import Config
 from skillgrad.errors import UserError
-
-if TYPE_CHECKING:
-    from skillgrad.backends.base import AgentResult
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
@@ -112,34 +108,23 @@ def judge(run: RunResult, timeout_s: float, memory_mb: int) -> Score:
     return Score(0.0, False, f"the code raised an error (exit {run.returncode}): {_error_tail(run)}")
 
 
-class HumanEval:
-    name = "humaneval"
+def program_scorer(options: HumanEvalOptions) -> TaskScorer:
+    """Score an answer by running the task's unit tests on it in the sandbox."""
+    sandbox = Sandbox(timeout_s=options.timeout_s, memory_mb=options.memory_mb)
 
-    def __init__(
-        self, cfg: BenchmarkConfig, source: str, tasks: list[Task], options: HumanEvalOptions
-    ) -> None:
-        self.cfg = cfg
-        self.source = source
-        self.options = options
-        self._tasks = tasks
-        self.sandbox = Sandbox(timeout_s=options.timeout_s, memory_mb=options.memory_mb)
-
-    def load(self, split: Split) -> list[Task]:
-        return split_pool(self._tasks, split, self.cfg, self.source)
-
-    def score(self, task: Task, result: AgentResult) -> Score:
-        if result.is_error and not result.answer.strip():
-            return Score(0.0, False, f"the agent failed before answering: {result.error or 'unknown error'}")
-        if not result.answer.strip():
+    def score(task: Task, answer: str) -> Score:
+        if not answer.strip():
             return Score(0.0, False, "the answer is empty; expected the completed function in a code block")
         with tempfile.TemporaryDirectory(prefix="skillgrad-he-") as tmp:
             program = Path(tmp) / "program.py"
-            program.write_text(build_program(task, result.answer), encoding="utf-8")
-            run = self.sandbox.run_python([program.name], Path(tmp))
-        return judge(run, self.options.timeout_s, self.options.memory_mb)
+            program.write_text(build_program(task, answer), encoding="utf-8")
+            run = sandbox.run_python([program.name], Path(tmp))
+        return judge(run, options.timeout_s, options.memory_mb)
+
+    return score
 
 
-def create(cfg: Config) -> HumanEval:
+def create(cfg: Config) -> PoolBenchmark:
     options = parse_options(HumanEvalOptions, cfg.benchmark)
     path = cfg.resolve_path(cfg.benchmark.data) if cfg.benchmark.data else bundled_data()
     if path is None:
@@ -148,4 +133,6 @@ def create(cfg: Config) -> HumanEval:
             "--set benchmark.data=PATH to HumanEval.jsonl[.gz] "
             "(e.g. ../shared/data/humaneval/HumanEval.jsonl.gz)"
         )
-    return HumanEval(cfg.benchmark, str(path), read_humaneval(path), options)
+    return PoolBenchmark(
+        "humaneval", cfg.benchmark, str(path), program_scorer(options), pool=read_humaneval(path)
+    )

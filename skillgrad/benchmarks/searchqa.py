@@ -19,17 +19,15 @@ lucadiliello/searchqa).
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from skillgrad.benchmarks.base import SPLITS, Split, Task
 from skillgrad.benchmarks.qa import PoolBenchmark, answer_scorer, make_task, read_qa_jsonl
 from skillgrad.benchmarks.scoring import score_exact, score_f1
-from skillgrad.benchmarks.splits import parse_options, read_id_manifest
+from skillgrad.benchmarks.splits import hub_rows, parse_options, read_id_manifest
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 
@@ -51,31 +49,16 @@ def _manifest_ids(path: Path) -> dict[Split, list[str]] | list[str]:
     return read_id_manifest(path)
 
 
-def _hub_rows(dataset: str, splits: Iterable[str]) -> Iterable[dict[str, Any]]:
-    try:
-        datasets = importlib.import_module("datasets")
-    except ImportError:
-        raise UserError(
-            "searchqa: no benchmark.data and the 'datasets' package is not installed; set "
-            "--set benchmark.data=PATH to a JSONL of {id, question, context, answers} "
-            "(e.g. ../shared/data/searchqa_sample/searchqa_256.jsonl) or pip install datasets"
-        ) from None
-    for split in splits:
-        try:
-            rows = datasets.load_dataset(dataset, split=split)
-        except Exception as exc:  # network, auth or cache errors from the hub: all user-fixable
-            raise UserError(
-                f"searchqa: could not load {dataset} [{split}] with datasets ({type(exc).__name__}: "
-                f"{str(exc)[:200]}); check the network or set benchmark.data to a local JSONL"
-            ) from None
-        yield from rows
-
-
 def _hub_tasks(dataset: str, wanted: set[str] | None) -> list[Task]:
     # Manifest ids may come from either hub split; without a manifest only validation is used.
     splits = ("train", "validation") if wanted is not None else ("validation",)
     tasks = []
-    for row in _hub_rows(dataset, splits):
+    hint = (
+        "set --set benchmark.data=PATH to a JSONL of {id, question, context, answers} "
+        "(e.g. ../shared/data/searchqa_sample/searchqa_256.jsonl)"
+    )
+    rows = (row for split in splits for row in hub_rows("searchqa", dataset, split, hint))
+    for row in rows:
         key = str(row["key"])
         if wanted is None or key in wanted:
             tasks.append(make_task(key, row["question"], row["context"], [str(a) for a in row["answers"]]))

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import importlib
 import json
 import random
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -186,3 +187,25 @@ def parse_options(model: type[OptionsT], cfg: BenchmarkConfig) -> OptionsT:
                 f"benchmark.options.{key}: unknown option for benchmark '{cfg.name}'; allowed: {allowed}"
             ) from None
         raise UserError(f"benchmark.options.{key}: {err['msg']} (got {err.get('input')!r})") from None
+
+
+def hub_rows(
+    benchmark: str, dataset: str, split: str, hint: str, *, name: str | None = None
+) -> Iterable[Any]:
+    """Rows of a public dataset through the optional `datasets` package. Missing package or an
+    unreachable hub is a UserError that says how to use local data instead (`hint`)."""
+    try:
+        datasets = importlib.import_module("datasets")
+    except ImportError:
+        raise UserError(
+            f"{benchmark}: no benchmark.data and the 'datasets' package is not installed; {hint}, "
+            "or pip install datasets"
+        ) from None
+    try:
+        rows: Iterable[Any] = datasets.load_dataset(dataset, name, split=split)
+    except Exception as exc:  # network, auth or cache errors from the hub: all user-fixable
+        raise UserError(
+            f"{benchmark}: could not load {dataset} [{split}] ({type(exc).__name__}: {str(exc)[:200]}); "
+            "check the network or set benchmark.data to a local JSONL"
+        ) from None
+    return rows

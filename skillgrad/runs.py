@@ -1,10 +1,9 @@
-"""RunDir: the run folder layout of DESIGN.md. Every write is atomic and goes through redaction."""
+"""RunDir: the run folder layout of DESIGN.md. Every write is atomic and redacted by value."""
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +13,16 @@ from skillgrad.benchmarks.splits import safe_task_id
 from skillgrad.errors import UserError
 from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.state import version_name
+from skillgrad.redact import Redactor
 from skillgrad.traces.steps import TraceCaps, render_steps
 
 TRACE_FILE = "claude_trace_steps.txt"
 
 
 class RunDir:
-    def __init__(self, root: Path, redact: Callable[[str], str] | None = None) -> None:
+    def __init__(self, root: Path, redactor: Redactor | None = None) -> None:
         self.root = root
-        self._redact = redact or (lambda text: text)
+        self._redactor = redactor or Redactor()
 
     # -- creation -------------------------------------------------------------------------------
     def create(self, *, allow_existing: bool = False) -> None:
@@ -39,20 +39,16 @@ class RunDir:
 
     def write_text(self, rel: str | Path, text: str) -> Path:
         target = self.root / rel
-        write_text_atomic(target, self._redact(text))
+        write_text_atomic(target, self._redactor.redact(text))
         return target
 
     def write_json(self, rel: str | Path, obj: Any) -> Path:
         target = self.root / rel
-        write_json_atomic(target, self._clean(obj))
+        write_json_atomic(target, self._redactor.redact_json(obj))
         return target
 
     def append_history(self, record: dict[str, Any]) -> None:
-        append_jsonl(self.root / "history.jsonl", self._clean(record))
-
-    def _clean(self, obj: Any) -> Any:
-        # Redact by value on the serialised form, so secrets nested anywhere are caught.
-        return json.loads(self._redact(json.dumps(obj, ensure_ascii=False)))
+        append_jsonl(self.root / "history.jsonl", self._redactor.redact_json(record))
 
     # -- skills ---------------------------------------------------------------------------------
     def write_skill(self, version: int, text: str) -> Path:

@@ -114,7 +114,7 @@ class Session:
 
 def open_session(cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False) -> Session:
     tracker = make_tracking_observer(cfg, out)  # may refuse (no mlflow): before anything is written
-    run = RunDir(out, redactor.redact)
+    run = RunDir(out, redactor)
     run.create(allow_existing=resume)
     observers: list[Observer] = list(make_observers(out, sys.stdout))
     if tracker is not None:

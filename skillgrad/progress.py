@@ -3,7 +3,7 @@
 All three consume the event vocabulary of `skillgrad.loop.events` and share one formatter, so the
 terminal, a CI log and `<out>/train.log` tell the same story in the same words. Usage semantics
 (as the trainer emits them): `step_end.usage` and `run_end.usage` are the run's totals so far by
-role, `{role: Usage-json}`; a summary-style `{"by_role": {...}, "by_stage": {...}}` is accepted too.
+role, `{role: Usage-json}`.
 """
 
 from __future__ import annotations
@@ -41,11 +41,9 @@ def fmt_cost(value: float | None) -> str:
 
 
 def usage_by_role(raw: Any) -> dict[str, Usage]:
-    """`{role: Usage-json}` or a summary-style `{"by_role": {...}}` -> `{role: Usage}`."""
+    """An event's `{role: Usage-json}` -> `{role: Usage}` (anything else: no usage)."""
     if not isinstance(raw, dict):
         return {}
-    if isinstance(raw.get("by_role"), dict):
-        raw = raw["by_role"]
     return {role: Usage.from_json(u) for role, u in raw.items() if isinstance(u, dict)}
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from skillgrad.backends.base import Usage
 from skillgrad.errors import UserError
 from skillgrad.loop.events import Observer
+from skillgrad.progress import usage_by_role
 
 if TYPE_CHECKING:
     from skillgrad.config import Config
@@ -44,14 +45,9 @@ def _num(value: Any) -> float | None:
 
 
 def _usage_metrics(raw: Any) -> dict[str, float]:
-    if isinstance(raw, dict) and isinstance(raw.get("by_role"), dict):
-        raw = raw["by_role"]
     metrics: dict[str, float] = {}
     total = Usage()
-    for role, u in (raw or {}).items() if isinstance(raw, dict) else []:
-        if not isinstance(u, dict):
-            continue
-        usage = Usage.from_json(u)
+    for role, usage in usage_by_role(raw).items():
         total = total + usage
         metrics[f"tokens.{role}"] = float(usage.total_tokens)
         if usage.cost_usd is not None:

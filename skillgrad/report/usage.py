@@ -67,22 +67,13 @@ def total(run: Run) -> Bucket:
 
 
 def by_stage(run: Run) -> list[tuple[str, str, Bucket]]:
-    """(role, stage, usage) rows: from `by_role_stage` ("role/stage"), else a nested or flat `by_stage`."""
-    ledger = _ledger(run)
+    """(role, stage, usage) rows from the ledger's `by_role_stage` ("role/stage" keys)."""
     rows: list[tuple[str, str, Bucket]] = []
-    flat = ledger.get("by_role_stage")
-    if isinstance(flat, dict):
-        for key, u in flat.items():
-            role, _, stage = str(key).partition("/")
-            if isinstance(u, dict):
-                rows.append((role, stage, to_bucket(u)))
-        return sorted(rows, key=lambda r: (r[0], r[1]))
-    nested = ledger.get("by_stage")
-    for key, value in nested.items() if isinstance(nested, dict) else []:
-        if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()) and value:
-            rows += [(key, stage, to_bucket(u)) for stage, u in value.items()]  # {role: {stage: usage}}
-        elif isinstance(value, dict):
-            rows.append(("", key, to_bucket(value)))  # {stage: usage}
+    flat = _ledger(run).get("by_role_stage")
+    for key, u in flat.items() if isinstance(flat, dict) else []:
+        role, _, stage = str(key).partition("/")
+        if isinstance(u, dict):
+            rows.append((role, stage, to_bucket(u)))
     return sorted(rows, key=lambda r: (r[0], r[1]))
 
 

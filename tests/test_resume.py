@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
@@ -134,14 +135,15 @@ def test_resume_refuses_a_different_config_and_a_second_trainer(tmp_path: Path) 
         proc = skillgrad("train", "--resume", str(out), "--set", "train.epochs=5")
         assert proc.returncode == 2 and "train.epochs" in proc.stderr and "different config" in proc.stderr
         (out / ".lock").write_text("{}")
-        import fcntl
-
         with open(out / ".lock") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             proc = skillgrad("train", "--resume", str(out))
         assert proc.returncode == 2 and "another skillgrad trainer" in proc.stderr
+        before = (artifacts(out), len(world.answered))
+        # The budget may change on resume; resuming a finished run redoes nothing and pays nothing.
         proc = skillgrad("train", "--resume", str(out), "--set", "budget.max_calls=1000")
         assert proc.returncode == 0, proc.stderr
+        assert (artifacts(out), len(world.answered)) == before
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])

@@ -101,8 +101,6 @@ class Trainer:
             step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
         )
         train = self.train_batch(state, step, batch)
-        if all(r.score.passed for r in train):  # the skill stays: the rest of the epoch can run now
-            self._prefetch([p for p in plan[index + 1 :] if p[1] == epoch], state.current_text)
         patches = self.stages.reflect(step, state, train, lr)
         ranked = self.ranker.rank(self.merger.merge(patches))
         selected, dropped = clip(ranked, lr)
@@ -160,22 +158,23 @@ class Trainer:
         waves = self.cfg.optimizer.race_waves if racing else 1
         if known:
             self.events.emit("message", text=f"step {step}: candidate seen before, reusing its validation")
-        speculated = [False]
 
-        def run_units(units: list[ValUnit]) -> list[Rollout]:
-            if not speculated[0]:  # the next step's rollouts run with the candidate meanwhile
-                speculated[0] = True
+        def before_wave(results: dict[str, list[float]]) -> None:
+            # The next step's rollouts run with the candidate meanwhile. With several waves they
+            # start once the candidate has missed an item: a candidate still perfect may end the
+            # run (no headroom left), and rollouts started for it would be paid for nothing.
+            if waves == 1 or any(s < 1.0 for scores in results.values() for s in scores):
                 self._prefetch(nxt, candidate.text)
-            return self._val_units(step, candidate.text, "validate", units)
 
         val = validate(
             self.benchmark_split("val"),
             self.cfg.optimizer.val_repeats,
             waves,
             known,
-            run_units,
+            lambda units: self._val_units(step, candidate.text, "validate", units),
             self.gate if racing else None,
             incumbent,
+            before_wave=before_wave,
         )
         state.val_results[candidate.content_hash] = val.results
         decision = judge(self.gate, val, incumbent)

@@ -56,9 +56,11 @@ def validate(
     run_units: Callable[[list[ValUnit]], list[Rollout]],
     gate: Gate | None = None,
     incumbent: ValResults | None = None,
+    before_wave: Callable[[ValResults], None] | None = None,
 ) -> Validation:
     """Every (task, repeat) not already in `known` is run by `run_units` (one call per wave);
-    with a `gate` and an `incumbent`, a wave starts only while the candidate can still pass."""
+    with a `gate` and an `incumbent`, a wave starts only while the candidate can still pass.
+    `before_wave` sees the results so far before each wave that runs."""
     results: ValResults = {t.id: list(known.get(t.id, []))[:repeats] for t in tasks}
     calls = ran_waves = 0
     for wave in wave_plan(tasks, waves):
@@ -67,6 +69,8 @@ def validate(
             continue
         if gate is not None and incumbent is not None and not can_still_pass(gate, results, incumbent):
             return Validation(_known_only(results), calls, ran_waves, raced_out=True)
+        if before_wave is not None:
+            before_wave(results)
         rollouts = run_units(todo)
         for unit, rollout in zip(todo, rollouts, strict=True):
             results[unit.task.id].append(rollout.score.value)

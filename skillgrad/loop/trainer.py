@@ -204,18 +204,22 @@ class Trainer:
         }
 
     # -- validation -----------------------------------------------------------------------------
-    def _val_units(self, step: int, skill: str, stage: str, units: list[ValUnit]) -> list[Rollout]:
-        """Val rollouts; repeat r > 0 of a task writes under `val-r{r+1}`."""
+    def _val_units(
+        self, step: int, skill: str, stage: str, units: list[ValUnit], split: str = "val"
+    ) -> list[Rollout]:
+        """Val rollouts under `rollouts/<split>`; repeat r > 0 of a task under `<split>-r{r+1}`."""
         base = self.run.step_dir(step) / "rollouts"
-        folders = [base / ("val" if u.repeat == 0 else f"val-r{u.repeat + 1}") for u in units]
+        folders = [base / (split if u.repeat == 0 else f"{split}-r{u.repeat + 1}") for u in units]
         repeats = [u.repeat for u in units]
         return self.stages.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
 
-    def full_validation(self, step: int, skill: str, stage: str, known: dict[str, list[float]]) -> Validation:
+    def full_validation(
+        self, step: int, skill: str, stage: str, known: dict[str, list[float]], split: str = "val"
+    ) -> Validation:
         ran: list[Rollout] = []
 
         def run_units(units: list[ValUnit]) -> list[Rollout]:
-            ran.extend(self._val_units(step, skill, stage, units))
+            ran.extend(self._val_units(step, skill, stage, units, split))
             return ran[-len(units) :]
 
         val = validate(self.benchmark_split("val"), self.cfg.optimizer.val_repeats, 1, known, run_units)
@@ -230,7 +234,8 @@ class Trainer:
         if len(results) < len(self.benchmark_split("val")) or any(
             len(v) < self.cfg.optimizer.val_repeats for v in results.values()
         ):
-            results = self.full_validation(state.step, state.current_text, "validate", results).results
+            val = self.full_validation(state.step, state.current_text, "validate", results, "val-incumbent")
+            results = val.results
             state.val_results[key] = results
         return results
 

@@ -222,8 +222,9 @@ def estimate(
     Tokens: chars / CHARS_PER_TOKEN of the skill (`skill_chars`, taken as constant) and the average
     task (`task_chars`, context included) plus PROMPT_OVERHEAD_TOKENS; answers ANSWER_TOKENS, an
     analyst reply model.max_output_tokens; an analyst prompt carries, per task, the task,
-    ANALYST_FEEDBACK_CHARS of answer and feedback, and the trace block (trace.total_chars) when the
-    target is claude_code_exec with model.claude_trace_to_optimizer. No dollar figure: prices are
+    ANALYST_FEEDBACK_CHARS of answer and feedback, and the trace views (trace.total_chars each, at
+    most trace.prompt_chars together) when the target is claude_code_exec with
+    model.claude_trace_to_optimizer. No dollar figure: prices are
     the provider's and change; multiply the token counts by your price.
     """
     train, model = cfg.train, cfg.model
@@ -234,11 +235,12 @@ def estimate(
     batches = _batches(n_train, train.batch_size) if n_train else []
     steps = train.epochs * len(batches)
     reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
-    per_task = task_chars + ANALYST_FEEDBACK_CHARS
+    tasks_per_prompt = min(train.minibatch_size, train.batch_size)
+    trace_chars = 0
     if harness and model.claude_trace_to_optimizer:
-        per_task += cfg.trace.total_chars
+        trace_chars = min(tasks_per_prompt * cfg.trace.total_chars, cfg.trace.prompt_chars)
     reflect_in = PROMPT_OVERHEAD_TOKENS + _tokens(
-        skill_chars + min(train.minibatch_size, train.batch_size) * per_task
+        skill_chars + tasks_per_prompt * (task_chars + ANALYST_FEEDBACK_CHARS) + trace_chars
     )
     stages = {
         "baseline": _stage(n_val, rollout_in, rollout_out),

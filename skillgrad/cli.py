@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -69,6 +70,16 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument(
         "file", help="stream-json output, a skillgrad transcript.jsonl, or a ~/.claude/projects session"
     )
+    trace.add_argument(
+        "subagents",
+        nargs="*",
+        metavar="AGENT_FILE",
+        help="the session's separate subagent files (agent-*.jsonl)",
+    )
+    shown = trace.add_mutually_exclusive_group()
+    shown.add_argument("--budget", type=int, metavar="N", help="the optimizer's view at N characters")
+    shown.add_argument("--full", action="store_true", help="every step, uncapped")
+    shown.add_argument("--json", action="store_true", help="the steps as JSON lines")
     _role_flags(trace)
 
     report = sub.add_parser("report", help="write a self-contained HTML report of one run (or compare two)")
@@ -130,12 +141,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from skillgrad.traces.claude import load_trace_file
-    from skillgrad.traces.steps import TraceCaps, render_steps
+    from skillgrad.traces.claude import load_session
+    from skillgrad.traces.show import TraceShow, show_trace
 
     cfg = _load(args)
-    caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
-    print(render_steps(load_trace_file(Path(args.file)), caps))
+    if args.budget is not None and args.budget < 1:
+        raise UserError(f"--budget {args.budget}: pass a positive number of characters")
+    session = load_session(Path(args.file), [Path(f) for f in args.subagents])
+    show = TraceShow("json" if args.json else "full" if args.full else "view", args.budget)
+    text = show_trace(session, cfg.trace, show)
+    # An output encoding that cannot show a character (cp1252, ascii) gets a replacement, not a crash.
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="replace")
+    print(text)
     return 0
 
 
@@ -187,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("skillgrad: interrupted; finished work is kept in the run folder", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `skillgrad trace F | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

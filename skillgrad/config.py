@@ -101,7 +101,8 @@ class ModelConfig(_Section):
 class TraceConfig(_Section):
     tool_result_chars: int = Field(200, ge=20)
     step_chars: int = Field(500, ge=20)
-    total_chars: int = Field(4000, ge=200)
+    total_chars: int = Field(4000, ge=200)  # the budget of one trace's view
+    prompt_chars: int = Field(12000, ge=200)  # the budget all trace views of one analyst prompt share
 
 
 class TrainConfig(_Section):

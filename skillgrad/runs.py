@@ -14,7 +14,8 @@ from skillgrad.errors import UserError
 from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.state import version_name
 from skillgrad.redact import Redactor
-from skillgrad.traces.steps import TraceCaps, render_steps
+from skillgrad.traces.steps import TraceCaps
+from skillgrad.traces.view import render_steps
 
 TRACE_FILE = "claude_trace_steps.txt"
 

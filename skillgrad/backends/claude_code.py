@@ -247,6 +247,8 @@ class ClaudeCodeAgent:
         )
         error = failure or ("; ".join(session.errors) if session.is_error else None)
         if failure:  # the optimizer should see why the run stopped, as the trace's last step
+            if not session.finished:  # the parser's closing note says the same, less precisely
+                session.steps.pop()
             session.steps.append(TraceStep("text", failure, is_error=True))
         # Without a result record the tokens spent are unknown, so is the cost.
         usage = session.usage or Usage(calls=1, cost_usd=None)

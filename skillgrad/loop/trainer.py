@@ -123,7 +123,13 @@ class Trainer:
         def one(index: int, minibatch: list[Rollout]) -> Patch | Exception:
             self.accounting.reserve()
             inputs = AnalystInputs(
-                state.current_text, minibatch, rejected, lr, self.include_traces, self.caps
+                state.current_text,
+                minibatch,
+                rejected,
+                lr,
+                self.include_traces,
+                self.caps,
+                self.cfg.trace.prompt_chars,
             )
             record_path = self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json"
             try:

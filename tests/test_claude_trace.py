@@ -140,7 +140,7 @@ def test_render_caps_and_gap_marker() -> None:
     assert "r" * 200 + "... [+800 chars]" in text and "t" * 500 + "... [+500 chars]" in text
     many = [TraceStep("text", f"step {i} " + "x" * 300) for i in range(40)]
     capped = render_steps(many, TraceCaps(total_chars=1000))
-    assert len(capped) <= 1000 and "steps hidden" in capped
+    assert len(capped) <= 1000 and "steps, " in capped and "chars hidden" in capped
     assert capped.splitlines()[0].startswith("1. [text] step 0") and "40. [text] step 39" in capped
 
 

@@ -100,5 +100,5 @@ def test_parse_patch_drops_malformed_and_extra_edits():
 def test_render_caps_and_truncation_marker():
     steps = [TraceStep("tool_result", "x" * 500, tool="Read"), TraceStep("text", "line1\nline2")] * 20
     text = render_steps(steps, TraceCaps(tool_result_chars=50, step_chars=100, total_chars=600))
-    assert len(text) <= 600 and "steps hidden" in text
+    assert len(text) <= 600 and "chars hidden" in text
     assert "[+450 chars]" in text and "line1 ⏎ line2" in text

@@ -296,19 +296,20 @@ def _plan(steps: list[TraceStep], caps: TraceCaps, budget: int) -> _Plan | None:
             used = _cost(layout, must, lines)
             if used <= budget:
                 plan = _Plan(items, lines, must, used, layout)
-                _fill(steps, caps, layout, plan, budget, skip)
+                _fill(steps, caps, plan, budget, skip, width)
                 return plan
     return None
 
 
 def _fill(
-    steps: list[TraceStep], caps: TraceCaps, layout: _Layout, plan: _Plan, budget: int, skip: set[int]
+    steps: list[TraceStep], caps: TraceCaps, plan: _Plan, budget: int, skip: set[int], width: int | None
 ) -> None:
-    chosen = plan.chosen
+    """Add optional items, best first, each at the must-keep lines' width, while they fit."""
+    chosen, layout = plan.chosen, plan.layout
     for k in _fill_order(steps, plan.items, skip | set(chosen)):
         if budget - plan.used < 20:
             break
-        lines = _item_lines(steps, plan.items[k], caps, None)
+        lines = _item_lines(steps, plan.items[k], caps, width)
         pos = bisect.bisect_left(chosen, k)
         left = chosen[pos - 1] if pos > 0 else None
         right = chosen[pos] if pos < len(chosen) else None

@@ -205,3 +205,96 @@ def test_repeated_errors_collapse_with_count_and_gaps_say_what_they_hide() -> No
     gaps = [line for line in view.splitlines() if line.startswith("[... ")]
     assert len(gaps) == 1 and re.fullmatch(r"\[\.\.\. \d+ steps, \d+ chars hidden \.\.\.\]", gaps[0])
     assert view.splitlines()[-1] == "52. [text] I could not push."
+
+
+def test_summaries_say_what_each_call_did() -> None:
+    from skillgrad.traces.summaries import summarize_tool_input as summary
+
+    assert summary("Bash", {"command": "git push\n--force", "run_in_background": True}) == (
+        "git push --force (in background)"
+    )
+    assert summary("Read", {"file_path": "a.py", "offset": 10, "limit": 5}) == "a.py offset=10 limit=5"
+    assert summary("Edit", {"file_path": "a.py", "old_string": "x" * 12, "new_string": "y"}) == (
+        "a.py (replace 12 chars with 1)"
+    )
+    edits = [{"old_string": "ab", "new_string": "abc"}, {"old_string": "c", "new_string": ""}]
+    assert summary("MultiEdit", {"file_path": "b.ts", "edits": edits}) == "b.ts (2 edits: 3 chars -> 3)"
+    todos = [
+        {"content": "Port module", "status": "completed", "activeForm": "Porting"},
+        {"content": "Run tests", "status": "in_progress", "activeForm": "Running"},
+        {"content": "Commit", "status": "pending", "activeForm": "Committing"},
+    ]
+    assert (
+        summary("TodoWrite", {"todos": todos})
+        == "3 todos, 1 done: [x] Port module; [>] Run tests; [ ] Commit"
+    )
+    task = {"description": "Explore the code", "subagent_type": "Explore", "prompt": "p" * 300}
+    assert summary("Task", task) == "Explore: Explore the code (prompt 300 chars)"
+    ask = {"questions": [{"question": "Skip the hook?", "options": [{"label": "Yes"}, {"label": "No"}]}]}
+    assert summary("AskUserQuestion", ask) == "Skip the hook? [Yes | No]"
+    assert (
+        summary("WebFetch", {"url": "https://x.org", "prompt": "list tools"}) == "https://x.org (list tools)"
+    )
+    assert summary("WebSearch", {"query": "credo igniter"}) == "credo igniter"
+    assert summary("mcp__github__create_issue", {"title": "Bug", "body": "b" * 200}) == (
+        "github/create_issue title=Bug body=<200 chars>"
+    )
+    assert summary("TodoWrite", {"todos": "not a list"}) == "0 todos, 0 done:"  # odd shapes never raise
+    assert summary("Edit", ["odd"]) == '["odd"]'
+
+
+def test_stream_json_subagent_steps_are_attributed_and_report_appears_once() -> None:
+    task_call = assistant(
+        {
+            "type": "tool_use",
+            "id": "task1",
+            "name": "Task",
+            "input": {"subagent_type": "Explore", "description": "map it", "prompt": "Map the repo."},
+        }  # noqa: E501
+    )
+    inner_call = call("sub1", "ls -R")
+    inner_call["parent_tool_use_id"] = "task1"
+    inner_result = result_of("sub1", "src/\ntests/")
+    inner_result["parent_tool_use_id"] = "task1"
+    report = say("The repo has src and tests.")
+    report["parent_tool_use_id"] = "task1"
+    events = [INIT, task_call, inner_call, inner_result, report]
+    events += [
+        result_of("task1", [{"type": "text", "text": "The repo has src and tests."}]),
+        say("Done."),
+        done("Done."),
+    ]
+    session = steps_from_events(events)
+    assert [(s.kind, s.agent) for s in session.steps] == [
+        ("tool_call", None),
+        ("tool_call", "Explore (map it)"),
+        ("tool_result", "Explore (map it)"),
+        ("tool_result", None),
+        ("text", None),
+    ]
+    assert [s.text for s in session.steps].count("The repo has src and tests.") == 1
+    assert "[tool_call Bash @Explore (map it)] ls -R" in render_view(session.steps)
+
+
+def test_follow_ups_interrupts_and_hook_feedback_become_user_steps() -> None:
+    def user(content: Any, **extra: Any) -> dict[str, Any]:
+        return {"type": "user", "message": {"role": "user", "content": content}, **extra}
+
+    events = [
+        user("Fix the bug."),  # the first prompt: not a step
+        say("Looking."),
+        user([{"type": "text", "text": "[Request interrupted by user]"}]),
+        user("Use the other file instead."),
+        user("Stop hook feedback:\nUncommitted changes", isMeta=True),
+        user("<command-name>/compact</command-name>\n<command-args></command-args>"),
+        user("<local-command-stdout></local-command-stdout>"),  # empty output says nothing
+        say("Done."),
+    ]
+    steps = steps_from_events(events).steps
+    users = [(s.tool, s.text) for s in steps if s.kind == "user"]
+    assert users == [
+        ("interrupt", "Request interrupted by user"),
+        ("follow-up", "Use the other file instead."),
+        ("hook", "Stop hook feedback:\nUncommitted changes"),
+        ("command", "/compact"),
+    ]

@@ -1,4 +1,4 @@
-"""The `skillgrad` command: train, eval, config, trace, report, backends, models.
+"""The `skillgrad` command: train, eval, config, trace, report, backends, models, harvest, propose, adopt.
 
 User mistakes (UserError) become one line on stderr and exit code 2, never a traceback.
 """
@@ -82,6 +82,30 @@ def _parser() -> argparse.ArgumentParser:
     shown.add_argument("--json", action="store_true", help="the steps as JSON lines")
     _role_flags(trace)
 
+    harvest = sub.add_parser("harvest", help="mine your Claude Code sessions into a task set (tasks.jsonl)")
+    harvest.add_argument(
+        "--from",
+        dest="source",
+        help="~/.claude/projects/<project> or a session file (default: this folder's project)",
+    )
+    harvest.add_argument("--since", metavar="YYYY-MM-DD", help="only sessions modified on or after this day")
+    harvest.add_argument("--out", required=True, help="the task set to write (JSONL)")
+
+    propose = sub.add_parser("propose", help="stage a trained skill as a proposal against the installed one")
+    propose.add_argument("run", help="the run folder of `skillgrad train`")
+    propose.add_argument(
+        "--skill",
+        help="the installed SKILL.md (default: .claude/skills/<name>/SKILL.md "
+        "of this project, else of ~/.claude)",
+    )
+
+    adopt = sub.add_parser("adopt", help="install a proposal (keeps the previous skill for --undo)")
+    adopt.add_argument("run", help="the run folder whose proposal to install")
+    adopt.add_argument("--undo", action="store_true", help="put the previous skill back")
+    adopt.add_argument(
+        "--allow-regressions", action="store_true", help="install even if a passing task breaks"
+    )
+
     report = sub.add_parser("report", help="write a self-contained HTML report of one run (or compare two)")
     report.add_argument("runs", nargs="+", help="run folder(s)")
     report.add_argument("--out", help="HTML file to write (default: <run>/report.html)")
@@ -157,6 +181,51 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_harvest(args: argparse.Namespace) -> int:
+    from skillgrad.harvest.command import default_source, harvest, harvest_redactor
+    from skillgrad.harvest.sessions import parse_since
+
+    since = parse_since(args.since)
+    source = Path(args.source).expanduser() if args.source else default_source(Path.cwd(), Path.home())
+    summary = harvest(source, since, Path(args.out), harvest_redactor())
+    print("\n".join(summary.lines(Path(args.out))))
+    return 0
+
+
+def cmd_propose(args: argparse.Namespace) -> int:
+    from skillgrad.harvest.proposal import installed_skill_path, propose
+    from skillgrad.report.data import load_run
+
+    run = Path(args.run)
+    name = str((load_run(run).config.get("skill") or {}).get("name") or "task-skill")
+    target = (
+        Path(args.skill).expanduser() if args.skill else installed_skill_path(name, Path.cwd(), Path.home())
+    )
+    evidence = propose(run, target)
+    gain = evidence["val_gain"]
+    print(
+        f"proposal for {target}: val {evidence['val_baseline']} -> {evidence['val_best']}"
+        + (f" ({gain:+.3f})" if gain is not None else "")
+        + f"; {len(evidence['improved'])} task(s) improved, {len(evidence['regressed'])} regressed"
+    )
+    if not evidence["trained_from_installed"]:
+        print("note: the run did not start from the installed skill; its baseline is the run's own v0000")
+    print(f"diff: {run / 'proposal' / 'skill.diff'}; install with: skillgrad adopt {run}")
+    return 0
+
+
+def cmd_adopt(args: argparse.Namespace) -> int:
+    from skillgrad.harvest.proposal import adopt, undo
+
+    run = Path(args.run)
+    if args.undo:
+        print(f"restored the previous skill at {undo(run)}")
+    else:
+        target = adopt(run, allow_regressions=args.allow_regressions)
+        print(f"installed {target}; undo with: skillgrad adopt --undo {run}")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from skillgrad.report import write_report
 
@@ -190,6 +259,9 @@ COMMANDS = {
     "config": cmd_config,
     "trace": cmd_trace,
     "report": cmd_report,
+    "harvest": cmd_harvest,
+    "propose": cmd_propose,
+    "adopt": cmd_adopt,
     "backends": cmd_backends,
     "models": cmd_models,
 }

@@ -69,14 +69,15 @@ def call_cache(cfg: Config, redactor: Redactor, enabled: bool = True) -> CallCac
     return CallCache(root, enabled=enabled and cfg.cache.enabled, redact=redactor.redact_json)
 
 
-def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Roles:
-    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key."""
+def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge: bool = False) -> Roles:
+    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. A
+    judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way."""
     m = cfg.model
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
     sampling = {"temperature": m.temperature, "max_output_tokens": m.max_output_tokens}
     chat = None
-    if optimizer:
+    if optimizer or judge:
         chat = CachedChatModel(
             backends.chat("optimizer"),
             cache,
@@ -98,7 +99,12 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Rol
     agent = CachedAgent(
         backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
     )
-    return Roles(optimizer=chat, agent=agent, harness=target.harness)
+    return Roles(
+        optimizer=chat if optimizer else None,
+        agent=agent,
+        harness=target.harness,
+        judge=chat if judge else None,
+    )
 
 
 def default_out(cfg: Config, kind: str) -> Path:

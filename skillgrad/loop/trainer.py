@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.backends.base import Agent, ChatModel
-from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Task
+from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark, Task
 from skillgrad.budget import Ledger
 from skillgrad.cache import saved_usage
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError
-from skillgrad.loop.accounting import Accounting, BudgetStop
+from skillgrad.loop.accounting import Accounting, BudgetStop, MeteredChatModel
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import GATES
 from skillgrad.loop.merge import MERGERS, Patch
@@ -39,6 +39,7 @@ class Roles:
     optimizer: ChatModel | None
     agent: Agent
     harness: bool  # the target is an agent harness: traces are written per rollout
+    judge: ChatModel | None = None  # scores a JudgedBenchmark's rollouts
 
 
 class Trainer:
@@ -72,6 +73,12 @@ class Trainer:
         )
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
         self.accounting = Accounting(ledger)
+        if isinstance(benchmark, JudgedBenchmark):
+            if roles.judge is None:
+                raise TrainingFailed(
+                    f"benchmark '{benchmark.name}' is scored by a judge, but no judge role was built"
+                )
+            benchmark.use_judge(MeteredChatModel(roles.judge, self.accounting, "optimizer", "judge"))
         self._splits: dict[str, list[Task]] = {}
         self.epoch: int | None = None  # the epoch in progress, for progress events
         self._lock = threading.Lock()

@@ -65,9 +65,11 @@ def _parser() -> argparse.ArgumentParser:
     cfg = sub.add_parser("config", help="print the resolved config as JSON (secrets redacted)")
     _role_flags(cfg)
 
-    trace = sub.add_parser("trace", help="print a Claude Code session as the optimizer sees it")
+    trace = sub.add_parser("trace", help="print a Claude Code or Codex session as the optimizer sees it")
     trace.add_argument(
-        "file", help="stream-json output, a skillgrad transcript.jsonl, or a ~/.claude/projects session"
+        "file",
+        help="Claude Code stream-json output, a skillgrad transcript.jsonl, a ~/.claude/projects session, "
+        "or codex exec --json output",
     )
     _role_flags(trace)
 
@@ -130,12 +132,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from skillgrad.traces.claude import load_trace_file
+    from skillgrad.traces.files import load_trace_steps
     from skillgrad.traces.steps import TraceCaps, render_steps
 
     cfg = _load(args)
     caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
-    print(render_steps(load_trace_file(Path(args.file)), caps))
+    print(render_steps(load_trace_steps(Path(args.file)), caps))
     return 0
 
 

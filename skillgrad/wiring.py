@@ -89,16 +89,26 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Rol
         "effort": m.effort_for("target"),
     }
     if target.harness:
-        settings.update(
-            tools=m.claude_code_allowed_tools,
-            max_turns=m.claude_code_max_turns,
-            permission_mode=m.claude_code_permission_mode,
-            skill_name=cfg.skill.name,
-        )
+        module = target.load()
+        if hasattr(module, "cache_settings"):
+            settings.update(module.cache_settings(cfg))
+        else:
+            settings.update(
+                tools=m.claude_code_allowed_tools,
+                max_turns=m.claude_code_max_turns,
+                permission_mode=m.claude_code_permission_mode,
+                skill_name=cfg.skill.name,
+            )
     agent = CachedAgent(
         backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
     )
-    return Roles(optimizer=chat, agent=agent, harness=target.harness)
+    return Roles(
+        optimizer=chat,
+        agent=agent,
+        harness=target.harness,
+        trace_name=target.trace_name,
+        trace_file=target.trace_file,
+    )
 
 
 def default_out(cfg: Config, kind: str) -> Path:

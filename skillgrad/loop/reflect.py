@@ -15,7 +15,13 @@ from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps, render_steps
 
 PROMPTS = "skillgrad.loop"
-TRACE_HEADING = "#### Claude Trace Steps"
+TRACE_HEADING = "#### Claude Trace Steps"  # the Claude Code heading; other harnesses name themselves
+
+
+def trace_heading(harness: str) -> str:
+    return f"#### {harness} Trace Steps"
+
+
 ANALYST_CONTEXT_CHARS = 1500  # the analyst needs the gist of long contexts, the agent gets all of it
 
 
@@ -45,6 +51,7 @@ class AnalystInputs:
     max_edits: int
     include_traces: bool
     caps: TraceCaps
+    trace_heading: str = TRACE_HEADING
 
 
 def _task_block(index: int, rollout: Rollout, inputs: AnalystInputs) -> str:
@@ -56,7 +63,7 @@ def _task_block(index: int, rollout: Rollout, inputs: AnalystInputs) -> str:
         )
     trace = ""
     if inputs.include_traces:
-        trace = f"{TRACE_HEADING}\n{render_steps(rollout.result.trace, inputs.caps) or '(no steps)'}\n"
+        trace = f"{inputs.trace_heading}\n{render_steps(rollout.result.trace, inputs.caps) or '(no steps)'}\n"
     return render(
         PROMPTS,
         "analyst_task",

@@ -171,6 +171,7 @@ def base_argv(cli: str, cfg: Config, role: Role, cwd: Path, sandbox: str, effort
         "project_root_markers=[]",
         "skills.bundled.enabled=false",
         "check_for_update_on_startup=false",
+        "analytics.enabled=false",
     ]
     if effort:
         overrides.append(f"model_reasoning_effort={toml_str(effort)}")

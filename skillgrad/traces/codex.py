@@ -162,9 +162,10 @@ class _Builder:
             self.completed = True
             self.usage = (self.usage or Usage(calls=0, cost_usd=None)) + _usage(event.get("usage"))
         elif kind in ("turn.failed", "error"):
-            error = event.get("error") if kind == "turn.failed" else event
-            message = str(error.get("message") if isinstance(error, dict) else error or "unknown error")
-            self.steps.append(TraceStep("text", f"Codex error: {message}", is_error=True))
+            message = _error_message(event.get("error") if kind == "turn.failed" else event)
+            step = TraceStep("text", f"Codex error: {message}", is_error=True)
+            if not self.steps or self.steps[-1] != step:  # turn.failed repeats the error event
+                self.steps.append(step)
             if kind == "turn.failed":
                 self.errors.append(message)
 
@@ -179,6 +180,17 @@ class _Builder:
                 self.steps[before + 1 :] = [
                     TraceStep("tool_result", _NO_RESULT, s.tool, True) for s in self.steps[before + 1 :]
                 ]
+
+
+def _error_message(error: Any) -> str:
+    """The message of an error event; an HTTP error body in it is reduced to its own message."""
+    message = str(error.get("message") if isinstance(error, dict) else error or "unknown error")
+    try:
+        body = json.loads(message)
+    except json.JSONDecodeError:
+        return message
+    inner = body.get("error") if isinstance(body, dict) else None
+    return str(inner["message"]) if isinstance(inner, dict) and inner.get("message") else message
 
 
 def _usage(raw: Any) -> Usage:

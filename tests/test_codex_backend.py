@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -107,6 +109,15 @@ def test_target_runs_tools_and_returns_trace(tmp_path: Path) -> None:
     assert any(SKILL_RULE in text and "<skill>" in text for text in first.user_texts)
     assert first.headers["authorization"] == f"Bearer {FAKE_KEY}"
     assert FAKE_KEY not in os.environ.get(codex_exec.KEY_VAR, "")
+
+
+def test_api_key_never_reaches_the_agents_commands(tmp_path: Path) -> None:
+    with ScriptedResponses(sequence(Reply([shell("env")]), Reply([message("done")]))) as server:
+        result = make_agent(codex_config(server)).run(TASK, SKILL_RULE, tmp_path / "ws")
+        sent = server.requests[1].tool_outputs[0]
+    assert "CODEX_HOME=" in sent and "PATH=" in sent  # the command ran and printed its environment
+    assert FAKE_KEY not in sent and FAKE_KEY not in json.dumps([s.to_json() for s in result.trace])
+    assert server.requests[0].headers["authorization"] == f"Bearer {FAKE_KEY}"
 
 
 def test_optimizer_returns_schema_valid_json(tmp_path: Path) -> None:
@@ -246,3 +257,11 @@ def test_availability_names_the_cli_or_the_fix(tmp_path: Path) -> None:
     cfg.model.codex_cli_path = str(require_codex_cli())
     ok, reason = availability(cfg, "codex_exec")
     assert ok and str(require_codex_cli()) in reason
+    listing = subprocess.run(
+        [sys.executable, "-m", "skillgrad.cli", "backends", "--set", f"model.codex_cli_path={tmp_path}/none"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    line = next(ln for ln in listing.splitlines() if ln.startswith("codex_exec"))
+    assert "agent harness" in line and "not usable: model.codex_cli_path" in line

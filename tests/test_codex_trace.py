@@ -106,6 +106,23 @@ def test_documented_items_not_emitted_by_the_scripted_runs() -> None:
     assert rendered[12] == "13. [tool_result exec_command ERROR] status declined"
 
 
+def test_malformed_events_never_raise() -> None:
+    junk = [
+        None, [], "text", {"type": "item.completed", "item": []}, {"type": "item.completed"},
+        {"type": "item.completed", "item": {"type": "command_execution", "command": None, "exit_code": "1"}},
+        {"type": "item.completed", "item": {"type": "file_change", "changes": "all"}},
+        {"type": "item.completed", "item": {"type": "mcp_tool_call", "arguments": [1], "result": "x"}},
+        {"type": "item.completed", "item": {"type": "todo_list", "items": [None, {"text": 3}]}},
+        {"type": "item.completed", "item": {"type": "web_search", "action": "search"}},
+        {"type": "item.started", "item": {"id": None, "type": "mcp_tool_call"}},
+        {"type": "turn.failed", "error": "boom"}, {"type": "error"},
+        {"type": "turn.completed", "usage": {"input_tokens": "many", "output_tokens": -3}},
+    ]  # fmt: skip
+    session = steps_from_codex_events(junk)
+    assert session.is_error and session.errors == ["boom"]
+    assert session.usage is not None and session.usage.input_tokens == 0 == session.usage.output_tokens
+
+
 def test_unwrap_command_keeps_what_is_not_a_shell_wrapper() -> None:
     assert unwrap_command("/bin/bash -lc 'cat task.md | wc -l'") == "cat task.md | wc -l"
     assert unwrap_command("python -c 'print(1)'") == "python -c 'print(1)'"

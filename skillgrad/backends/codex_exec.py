@@ -172,6 +172,8 @@ def base_argv(cli: str, cfg: Config, role: Role, cwd: Path, sandbox: str, effort
         "skills.bundled.enabled=false",
         "check_for_update_on_startup=false",
         "analytics.enabled=false",
+        # The key is for the CLI's own requests, never for the commands the agent runs.
+        f"shell_environment_policy.exclude=[{toml_str(KEY_VAR)}]",
     ]
     if effort:
         overrides.append(f"model_reasoning_effort={toml_str(effort)}")

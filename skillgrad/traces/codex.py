@@ -196,7 +196,12 @@ def _error_message(error: Any) -> str:
 def _usage(raw: Any) -> Usage:
     """Tokens of one turn. Cost is unknown: the CLI reports no prices for a custom provider."""
     raw = raw if isinstance(raw, dict) else {}
-    return Usage(int(raw.get("input_tokens") or 0), int(raw.get("output_tokens") or 0), 1, None)
+    return Usage(_count(raw.get("input_tokens")), _count(raw.get("output_tokens")), 1, None)
+
+
+def _count(value: Any) -> int:
+    """A token count as reported; anything that is not a non-negative number counts as 0."""
+    return int(value) if isinstance(value, int | float) and value >= 0 else 0
 
 
 def steps_from_codex_events(events: Iterable[Any], workspace: Path | None = None) -> ParsedSession:

@@ -228,6 +228,28 @@ def test_missing_turn_completed_means_unfinished(tmp_path: Path) -> None:
     assert session.is_error and session.terminal_reason == "unfinished" and session.final_answer == "Paris"
 
 
+def test_private_home_copies_only_the_login_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = tmp_path / "user_codex"
+    user.mkdir()
+    (user / "auth.json").write_text('{"OPENAI_API_KEY": null, "tokens": {}}', encoding="utf-8")
+    (user / "config.toml").write_text('model = "poison"\n', encoding="utf-8")
+    monkeypatch.setenv("CODEX_HOME", str(user))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = Config()
+    plain = codex_exec.private_home(cfg, tmp_path / "a")
+    assert Path(plain["CODEX_HOME"]).is_dir() and not list(Path(plain["CODEX_HOME"]).iterdir())
+    cfg.model.codex_reuse_login = True
+    reused = Path(codex_exec.private_home(cfg, tmp_path / "b")["CODEX_HOME"])
+    assert sorted(p.name for p in reused.iterdir()) == ["auth.json"]
+    assert codex_exec.provider_args(cfg, "target") == []  # the CLI's own provider, with that login
+    cfg.model.base_url = "http://127.0.0.1:9/v1"
+    assert 'model_providers.skillgrad.base_url="http://127.0.0.1:9/v1"' in codex_exec.provider_args(
+        cfg, "target"
+    )
+
+
 def _fake_cli(tmp_path: Path, body: str) -> Path:
     script = tmp_path / "codex"
     script.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")

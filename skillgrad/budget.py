@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.backends.base import Usage
+from skillgrad.backends.registry import spec_for
 from skillgrad.config import BudgetConfig, Config
 
 
@@ -227,8 +228,6 @@ def estimate(
     dollar figure: prices are the provider's and change; multiply the token counts by your price.
     """
     train, model = cfg.train, cfg.model
-    from skillgrad.backends.registry import spec_for  # the registry knows which backends are harnesses
-
     harness = spec_for(model.backend_for("target")).harness
     turns = agent_turns if agent_turns is not None else (AGENT_TURNS if harness else 1)
     rollout_in = turns * (PROMPT_OVERHEAD_TOKENS + _tokens(skill_chars + task_chars))

@@ -89,16 +89,7 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Rol
         "effort": m.effort_for("target"),
     }
     if target.harness:
-        module = target.load()
-        if hasattr(module, "cache_settings"):
-            settings.update(module.cache_settings(cfg))
-        else:
-            settings.update(
-                tools=m.claude_code_allowed_tools,
-                max_turns=m.claude_code_max_turns,
-                permission_mode=m.claude_code_permission_mode,
-                skill_name=cfg.skill.name,
-            )
+        settings.update(target.load().cache_settings(cfg))
     agent = CachedAgent(
         backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
     )

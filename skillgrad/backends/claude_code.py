@@ -310,6 +310,17 @@ class ClaudeCodeChat:
         )
 
 
+def cache_settings(cfg: Config) -> dict[str, Any]:
+    """What shapes a target rollout besides the task and skill (part of the call-cache key)."""
+    m = cfg.model
+    return {
+        "tools": m.claude_code_allowed_tools,
+        "max_turns": m.claude_code_max_turns,
+        "permission_mode": m.claude_code_permission_mode,
+        "skill_name": cfg.skill.name,
+    }
+
+
 def create_chat(cfg: Config, role: Role) -> ClaudeCodeChat:
     return ClaudeCodeChat(cfg, role)
 

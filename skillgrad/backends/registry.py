@@ -5,7 +5,7 @@ Each backend module exposes:
   CLI not found, no credentials). Must not make network calls.
 - `create_chat(cfg, role) -> ChatModel` for backends serving the optimizer role (and chat targets).
 - `create_agent(cfg) -> Agent` for agent harnesses (claude_code_exec, codex_exec).
-- optionally `cache_settings(cfg) -> dict`: the harness settings that shape a rollout (call-cache key).
+- `cache_settings(cfg) -> dict` for agent harnesses: the settings that shape a rollout (call-cache key).
 - optionally `new_run_state()`: one object per run, then passed as a third / second argument to
   the factories above (see `Backends`). Chat backends used as a
   target are wrapped in `ChatAgent` here, so the trainer only ever sees the two protocols.
@@ -28,7 +28,7 @@ class BackendSpec:
     module: str
     roles: tuple[Role, ...]
     harness: bool  # True: a real agent harness (tools, workspace); False: a chat model
-    extra: str  # pip extra that installs its dependencies (or how to install its CLI)
+    extra: str  # pip extra that installs its dependencies ("" when it needs none: codex_exec's is npm's)
     trace_name: str | None = None  # harness name in the analyst's trace heading
     trace_file: str = "trace_steps.txt"  # the rendered trace steps of each rollout
 

@@ -15,14 +15,15 @@ from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps, render_steps
 
 PROMPTS = "skillgrad.loop"
-TRACE_HEADING = "#### Claude Trace Steps"  # the Claude Code heading; other harnesses name themselves
+ANALYST_CONTEXT_CHARS = 1500  # the analyst needs the gist of long contexts, the agent gets all of it
 
 
 def trace_heading(harness: str) -> str:
+    """The analyst's heading over one task's trace steps; it names the harness that made them."""
     return f"#### {harness} Trace Steps"
 
 
-ANALYST_CONTEXT_CHARS = 1500  # the analyst needs the gist of long contexts, the agent gets all of it
+TRACE_HEADING = trace_heading("Claude")  # Claude Code's, the default
 
 
 def patch_schema(max_edits: int) -> dict[str, Any]:

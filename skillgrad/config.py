@@ -76,7 +76,7 @@ class ModelConfig(_Section):
     claude_code_timeout_s: float = Field(600.0, gt=0)
     codex_cli_path: str | None = None  # default: `codex` on PATH
     codex_sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
-    codex_approval_policy: Literal["never", "on-request", "on-failure", "untrusted"] = "never"
+    codex_approval_policy: Literal["never", "on-request", "on-failure"] = "never"
     codex_max_turns: int = Field(20, ge=1)  # tool calls per task before the session is stopped
     codex_timeout_s: float = Field(600.0, gt=0)
     codex_reuse_login: bool = False  # copy the user's Codex auth.json into the private CODEX_HOME

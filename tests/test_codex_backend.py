@@ -258,7 +258,8 @@ def _fake_cli(tmp_path: Path, body: str) -> Path:
 
 
 def test_sandbox_that_cannot_start_is_a_one_line_error(tmp_path: Path) -> None:
-    cli = _fake_cli(tmp_path, 'echo "error: Landlock is not supported by this kernel" >&2; exit 1')
+    landlock = 'echo "error: Landlock is not supported by this kernel" >&2; exit 1'
+    cli = _fake_cli(tmp_path, f'[ "$1" = --version ] && echo "codex-cli 0.169.0" && exit 0\n{landlock}')
     cfg = Config()
     cfg.model.target_backend = "codex_exec"
     cfg.model.codex_cli_path = str(cli)
@@ -278,7 +279,12 @@ def test_availability_names_the_cli_or_the_fix(tmp_path: Path) -> None:
     assert not ok and "model.codex_cli_path" in reason
     cfg.model.codex_cli_path = str(require_codex_cli())
     ok, reason = availability(cfg, "codex_exec")
-    assert ok and str(require_codex_cli()) in reason
+    assert ok and str(require_codex_cli()) in reason and f"codex-cli {codex_exec.PINNED_VERSION}" in reason
+    cfg.model.codex_cli_path = str(
+        _fake_cli(tmp_path, 'echo "env: node: No such file or directory" >&2; exit 127')
+    )
+    ok, reason = availability(cfg, "codex_exec")
+    assert not ok and "does not run" in reason and "node: No such file" in reason
     listing = subprocess.run(
         [sys.executable, "-m", "skillgrad.cli", "backends", "--set", f"model.codex_cli_path={tmp_path}/none"],
         capture_output=True,

@@ -75,6 +75,7 @@ _PASSTHROUGH = (
 # Optional tools the optimizer must not have (the shell is switched off too).
 _OPTIMIZER_OFF = ("shell_tool", "unified_exec", "goals", "multi_agent", "view_image", "image_generation")
 _SANDBOX_CHECK_S = 60.0
+_VERSION_CHECK_S = 30.0
 
 
 def toml_str(value: str) -> str:
@@ -98,8 +99,20 @@ def _api_key(cfg: Config, role: Role) -> str | None:
     return cfg.model.api_key_for(role) or os.environ.get("OPENAI_API_KEY") or None
 
 
+def cli_version(cli: str) -> tuple[str | None, str]:
+    """(`codex --version` output, why not when it does not run), e.g. node missing for the npm CLI."""
+    try:
+        proc = subprocess.run([cli, "--version"], capture_output=True, text=True, timeout=_VERSION_CHECK_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    if proc.returncode != 0:
+        detail = " ".join((proc.stderr or proc.stdout).split())[:300]
+        return None, f"exit code {proc.returncode}: {detail}"
+    return proc.stdout.strip(), ""
+
+
 def availability(cfg: Config) -> tuple[bool, str]:
-    """Usable when the CLI exists (model.codex_cli_path or `codex` on PATH). No network."""
+    """Usable when the CLI exists (model.codex_cli_path or `codex` on PATH) and runs. No network."""
     cli = find_cli(cfg)
     if cli is None:
         if cfg.model.codex_cli_path:
@@ -107,12 +120,19 @@ def availability(cfg: Config) -> tuple[bool, str]:
         return False, (
             f"no Codex CLI on PATH: npm install -g @openai/codex@{PINNED_VERSION} or set model.codex_cli_path"
         )
-    keyed = any(_api_key(cfg, r) for r in ("optimizer", "target"))
-    if keyed:
-        return True, f"CLI {cli}"
+    version, problem = cli_version(cli)
+    if version is None:
+        return False, f"the Codex CLI {cli} does not run ({problem})"
+    found = (
+        f"CLI {cli} ({version}"
+        + ("" if PINNED_VERSION in version else f"; tested with {PINNED_VERSION}")
+        + ")"
+    )
+    if any(_api_key(cfg, r) for r in ("optimizer", "target")):
+        return True, found
     if cfg.model.codex_reuse_login:
-        return True, f"CLI {cli}; no OPENAI_API_KEY or model.api_key: reuses the Codex login (auth.json)"
-    return True, f"CLI {cli}; no OPENAI_API_KEY or model.api_key (a keyless model.base_url server only)"
+        return True, f"{found}; no OPENAI_API_KEY or model.api_key: reuses the Codex login (auth.json)"
+    return True, f"{found}; no OPENAI_API_KEY or model.api_key (a keyless model.base_url server only)"
 
 
 def user_codex_home() -> Path:

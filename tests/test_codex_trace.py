@@ -95,7 +95,7 @@ def test_documented_items_not_emitted_by_the_scripted_runs() -> None:
     stream = [{"type": "item.completed", "item": item} for item in items] + [{"type": "turn.completed"}]
     steps = steps_from_codex_events(stream, WORKSPACE).steps
     rendered = render_steps(steps).splitlines()
-    assert rendered[0] == "1. [tool_call docs.search] q"
+    assert rendered[0] == '1. [tool_call docs.search] {"query": "q"}'
     assert rendered[1] == "2. [tool_result docs.search] found it"
     assert rendered[3] == "4. [tool_result docs.fetch ERROR] timeout"
     assert rendered[5] == "6. [tool_result todo_list] 1/2 done: [x] read; [ ] answer"

@@ -46,8 +46,7 @@ from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, UserError
 from skillgrad.templates import render
-from skillgrad.traces.claude import ParsedSession
-from skillgrad.traces.codex import steps_from_codex_events
+from skillgrad.traces.codex import CodexSession, steps_from_codex_events
 from skillgrad.traces.steps import TraceStep
 
 BACKEND = "codex_exec"
@@ -230,7 +229,7 @@ def _cli_or_error(cfg: Config) -> str:
     return cli
 
 
-def _session(run: CodexRun, workspace: Path | None) -> ParsedSession:
+def _session(run: CodexRun, workspace: Path | None) -> CodexSession:
     session = steps_from_codex_events(run.events, workspace)
     if run.failure:  # the optimizer should see why the session stopped, as the trace's last step
         session.steps.append(TraceStep("text", run.failure, is_error=True))

@@ -26,7 +26,6 @@ from typing import Any
 
 from skillgrad.backends.base import Usage
 from skillgrad.errors import UserError
-from skillgrad.traces.claude import ParsedSession, summarize_tool_input, tool_result_text
 from skillgrad.traces.steps import TraceStep
 
 EVENT_TYPES = frozenset(
@@ -64,6 +63,35 @@ def unwrap_command(command: str) -> str:
     return command
 
 
+@dataclass
+class CodexSession:
+    steps: list[TraceStep] = field(default_factory=list)
+    final_answer: str = ""
+    is_error: bool = False
+    terminal_reason: str | None = None  # completed | failed | unfinished
+    usage: Usage | None = None  # from turn.completed only; None when there is none
+    errors: list[str] = field(default_factory=list)
+
+
+def _json_line(value: Any) -> str:
+    return _one_line(
+        value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    )
+
+
+def _content_text(content: Any) -> str:
+    """Text of MCP content blocks: the text parts; other blocks (images, ...) by their type."""
+    if not isinstance(content, list):
+        return "" if content is None else _json_line(content)
+    parts = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, dict):
+            parts.append(f"[{block.get('type') or 'block'}]")
+    return "\n".join(parts).strip()
+
+
 def _relative(path: str, workspace: Path | None) -> str:
     if workspace is None:
         return path
@@ -80,7 +108,7 @@ def _mcp_result_text(item: dict[str, Any]) -> str:
     result = item.get("result")
     if not isinstance(result, dict):
         return ""
-    text = tool_result_text(result.get("content"))
+    text = _content_text(result.get("content"))
     if not text and result.get("structured_content") is not None:
         text = json.dumps(result["structured_content"], ensure_ascii=False, sort_keys=True)
     return text
@@ -128,7 +156,7 @@ class _Builder:
         elif kind == "mcp_tool_call":
             name = f"{item.get('server')}.{item.get('tool')}"
             failed = status == "failed" or bool(item.get("error"))
-            call = summarize_tool_input(name, item.get("arguments"))
+            call = _json_line(item.get("arguments")) if item.get("arguments") else "(no arguments)"
             self.pair(name, call, _mcp_result_text(item) or f"status {status or 'unknown'}", failed)
         elif kind == "collab_tool_call":
             receivers = ", ".join(str(r) for r in item.get("receiver_thread_ids") or [])
@@ -204,14 +232,14 @@ def _count(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and value >= 0 else 0
 
 
-def steps_from_codex_events(events: Iterable[Any], workspace: Path | None = None) -> ParsedSession:
+def steps_from_codex_events(events: Iterable[Any], workspace: Path | None = None) -> CodexSession:
     """Parse Codex JSONL events into steps, final answer, usage and outcome."""
     builder = _Builder(workspace=workspace)
     for event in events:
         if isinstance(event, dict):
             builder.add(event)
     builder.unfinished_items()
-    session = ParsedSession(steps=builder.steps, final_answer=builder.last_message or "", usage=builder.usage)
+    session = CodexSession(steps=builder.steps, final_answer=builder.last_message or "", usage=builder.usage)
     if builder.errors:
         session.is_error, session.terminal_reason, session.errors = True, "failed", builder.errors
     elif not builder.completed:

@@ -5,9 +5,11 @@ skill installed where the pinned CLI discovers repository skills (`.agents/skill
 and named in the prompt as `$<name>`, which makes the CLI inject its body (a real skill
 invocation); `task.md` / `context.md` as for Claude Code. Bounded by `model.codex_timeout_s` wall
 time and `model.codex_max_turns` tool calls (the CLI has no turn limit of its own).
-Optimizer (ChatModel): the CLI in an empty temp dir, read-only, with its optional tools switched
-off, the system prompt as `developer_instructions`, structured output through `--output-schema`,
-re-asked through `structured.complete_structured`. A tool call stops the session (no tools).
+Optimizer (ChatModel): the CLI in an empty temp dir, read-only, with the shell and the optional
+tools switched off (the pinned CLI keeps `apply_patch`, which the read-only sandbox refuses, and
+`request_user_input`), the system prompt as `developer_instructions`, structured output through
+`--output-schema`, re-asked through `structured.complete_structured`. A tool call stops the session
+and counts as a reply without JSON, so it is re-asked too.
 
 Isolation, found by running the pinned CLI (0.169.0):
 - every session gets a private, temporary HOME and CODEX_HOME: the user's config, history,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.backends import codex_exec
+from skillgrad.backends import codex_args, codex_exec
 from skillgrad.backends.base import Message
 from skillgrad.backends.registry import availability, make_agent, make_chat
 from skillgrad.benchmarks.base import Task
@@ -108,7 +108,7 @@ def test_target_runs_tools_and_returns_trace(tmp_path: Path) -> None:
     )
     assert any(SKILL_RULE in text and "<skill>" in text for text in first.user_texts)
     assert first.headers["authorization"] == f"Bearer {FAKE_KEY}"
-    assert FAKE_KEY not in os.environ.get(codex_exec.KEY_VAR, "")
+    assert FAKE_KEY not in os.environ.get(codex_args.KEY_VAR, "")
 
 
 def test_api_key_never_reaches_the_agents_commands(tmp_path: Path) -> None:
@@ -238,14 +238,14 @@ def test_private_home_copies_only_the_login_when_asked(
     monkeypatch.setenv("CODEX_HOME", str(user))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cfg = Config()
-    plain = codex_exec.private_home(cfg, tmp_path / "a")
+    plain = codex_args.private_home(cfg, tmp_path / "a")
     assert Path(plain["CODEX_HOME"]).is_dir() and not list(Path(plain["CODEX_HOME"]).iterdir())
     cfg.model.codex_reuse_login = True
-    reused = Path(codex_exec.private_home(cfg, tmp_path / "b")["CODEX_HOME"])
+    reused = Path(codex_args.private_home(cfg, tmp_path / "b")["CODEX_HOME"])
     assert sorted(p.name for p in reused.iterdir()) == ["auth.json"]
-    assert codex_exec.provider_args(cfg, "target") == []  # the CLI's own provider, with that login
+    assert codex_args.provider_args(cfg, "target") == []  # the CLI's own provider, with that login
     cfg.model.base_url = "http://127.0.0.1:9/v1"
-    assert 'model_providers.skillgrad.base_url="http://127.0.0.1:9/v1"' in codex_exec.provider_args(
+    assert 'model_providers.skillgrad.base_url="http://127.0.0.1:9/v1"' in codex_args.provider_args(
         cfg, "target"
     )
 

@@ -11,18 +11,10 @@ tools switched off (the pinned CLI keeps `apply_patch`, which the read-only sand
 `--output-schema`, re-asked through `structured.complete_structured`. A tool call stops the session
 and counts as a reply without JSON, so it is re-asked too.
 
-Isolation, found by running the pinned CLI (0.169.0):
-- every session gets a private, temporary HOME and CODEX_HOME: the user's config, history,
-  memories, rules and skills (`$CODEX_HOME/skills`, `~/.agents/skills`) are never read; only with
-  `model.codex_reuse_login` is the user's `auth.json` copied in (an explicit login reuse);
-- `--ignore-user-config`, `--ignore-rules`, `--ephemeral` (no session files), bundled skills off,
-  and `project_root_markers=[]`, so skills and AGENTS.md of enclosing folders (a git checkout the
-  run folder lives in) are not picked up;
-- the child gets a minimal environment: PATH, locale, proxies and certificates, and the API key
-  under its own variable name (the provider's `env_key`); os.environ is untouched.
-Endpoint: the OpenAI-compatible provider `skillgrad` is defined on the command line (`-c
-model_providers.skillgrad...`) with `model.base_url` (default api.openai.com) and the Responses
-wire API, the only one the pinned CLI speaks.
+Isolation, found by running the pinned CLI (0.169.0): every session gets a private, temporary HOME
+and CODEX_HOME, so the user's config, history, memories, rules and skills (`$CODEX_HOME/skills`,
+`~/.agents/skills`) are never read; only with `model.codex_reuse_login` is the user's `auth.json`
+copied in. The command line, the environment and the endpoint are built in `codex_args`.
 Sandbox: `model.codex_sandbox` (default `workspace-write`, which works as root in a container with
 Landlock); the agent is checked once per run with `codex sandbox`, and a sandbox that cannot start
 is a one-line error naming the key and the fix.
@@ -40,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.backends.base import AgentResult, Effort, Message, Reply, Role, Usage
+from skillgrad.backends.codex_args import PASSTHROUGH, api_key, base_argv, cli_env, optimizer_args, toml_str
 from skillgrad.backends.codex_process import CodexRun, run_cli
 from skillgrad.backends.common import split_messages
 from skillgrad.backends.structured import complete_structured
@@ -55,33 +48,8 @@ BACKEND = "codex_exec"
 PINNED_VERSION = "0.169.0"  # what `.ci/run` installs and the tests drive
 DEFAULT_MODEL = "codex-default"  # shown when the CLI picks its own default model
 SKILLS_DIR = ".agents/skills"
-KEY_VAR = "SKILLGRAD_CODEX_API_KEY"
-PROVIDER = "skillgrad"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_PASSTHROUGH = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "HTTPS_PROXY",
-    "HTTP_PROXY",
-    "NO_PROXY",
-    "https_proxy",
-    "http_proxy",
-    "no_proxy",
-)
-# Optional tools the optimizer must not have (the shell is switched off too).
-_OPTIMIZER_OFF = ("shell_tool", "unified_exec", "goals", "multi_agent", "view_image", "image_generation")
 _SANDBOX_CHECK_S = 60.0
 _VERSION_CHECK_S = 30.0
-
-
-def toml_str(value: str) -> str:
-    """A TOML basic string: JSON's escapes are TOML's (non-ASCII kept literal, no surrogates)."""
-    return json.dumps(value, ensure_ascii=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,10 +62,6 @@ def find_cli(cfg: Config) -> str | None:
         path = cfg.resolve_path(configured)
         return str(path) if path.is_file() and os.access(path, os.X_OK) else None
     return shutil.which("codex")
-
-
-def _api_key(cfg: Config, role: Role) -> str | None:
-    return cfg.model.api_key_for(role) or os.environ.get("OPENAI_API_KEY") or None
 
 
 def cli_version(cli: str) -> tuple[str | None, str]:
@@ -129,79 +93,11 @@ def availability(cfg: Config) -> tuple[bool, str]:
         + ("" if PINNED_VERSION in version else f"; tested with {PINNED_VERSION}")
         + ")"
     )
-    if any(_api_key(cfg, r) for r in ("optimizer", "target")):
+    if any(api_key(cfg, r) for r in ("optimizer", "target")):
         return True, found
     if cfg.model.codex_reuse_login:
         return True, f"{found}; no OPENAI_API_KEY or model.api_key: reuses the Codex login (auth.json)"
     return True, f"{found}; no OPENAI_API_KEY or model.api_key (a keyless model.base_url server only)"
-
-
-def user_codex_home() -> Path:
-    """Where the user's own Codex login lives (only read with model.codex_reuse_login)."""
-    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-
-
-def private_home(cfg: Config, root: Path) -> dict[str, str]:
-    """A fresh HOME and CODEX_HOME under `root`; the login copied in only when asked."""
-    codex_home = root / "codex_home"
-    codex_home.mkdir(parents=True)
-    (root / "home").mkdir()
-    if cfg.model.codex_reuse_login:
-        auth = user_codex_home() / "auth.json"
-        if auth.is_file():
-            shutil.copy2(auth, codex_home / "auth.json")
-    return {"HOME": str(root / "home"), "CODEX_HOME": str(codex_home)}
-
-
-def cli_env(cfg: Config, role: Role, root: Path) -> dict[str, str]:
-    """The child's whole environment: minimal, private homes, the key under KEY_VAR."""
-    env = {k: os.environ[k] for k in _PASSTHROUGH if k in os.environ}
-    env.update(private_home(cfg, root))
-    key = _api_key(cfg, role)
-    if key:
-        env[KEY_VAR] = key
-    return env
-
-
-def provider_args(cfg: Config, role: Role) -> list[str]:
-    """`-c` overrides defining the endpoint; none when a reused login talks to OpenAI itself."""
-    base_url = cfg.model.base_url_for(role)
-    keyed = _api_key(cfg, role) is not None
-    if not base_url and not keyed and cfg.model.codex_reuse_login:
-        return []
-    prefix = f"model_providers.{PROVIDER}"
-    retries = str(cfg.model.max_retries)
-    args = [
-        f"model_provider={toml_str(PROVIDER)}",
-        f"{prefix}.name={toml_str(PROVIDER)}",
-        f"{prefix}.base_url={toml_str(base_url or DEFAULT_BASE_URL)}",
-        f'{prefix}.wire_api="responses"',
-        f"{prefix}.request_max_retries={retries}",
-        f"{prefix}.stream_max_retries={retries}",
-    ]
-    if keyed:
-        args.append(f"{prefix}.env_key={toml_str(KEY_VAR)}")
-    return [part for arg in args for part in ("-c", arg)]
-
-
-def base_argv(cli: str, cfg: Config, role: Role, cwd: Path, sandbox: str, effort: Effort | None) -> list[str]:
-    argv = [cli, "exec", "--json", "--skip-git-repo-check", "--ephemeral", "--ignore-user-config"]
-    argv += ["--ignore-rules", "--cd", str(cwd), "--sandbox", sandbox]
-    overrides = [
-        f"approval_policy={toml_str(cfg.model.codex_approval_policy)}",
-        "project_root_markers=[]",
-        "skills.bundled.enabled=false",
-        "check_for_update_on_startup=false",
-        "analytics.enabled=false",
-        # The key is for the CLI's own requests, never for the commands the agent runs.
-        f"shell_environment_policy.exclude=[{toml_str(KEY_VAR)}]",
-    ]
-    if effort:
-        overrides.append(f"model_reasoning_effort={toml_str(effort)}")
-    argv += [part for arg in overrides for part in ("-c", arg)]
-    argv += provider_args(cfg, role)
-    model = cfg.model.model_for(role)
-    return argv + (["--model", model] if model else [])
 
 
 def check_sandbox(cli: str, mode: str) -> str | None:
@@ -209,7 +105,7 @@ def check_sandbox(cli: str, mode: str) -> str | None:
     if mode == "danger-full-access":
         return None
     with tempfile.TemporaryDirectory(prefix="skillgrad-codex-sbx-") as root:
-        env = {k: os.environ[k] for k in _PASSTHROUGH if k in os.environ}
+        env = {k: os.environ[k] for k in PASSTHROUGH if k in os.environ}
         env.update(HOME=root, CODEX_HOME=root)
         argv = [cli, "sandbox", "-c", f"sandbox_mode={toml_str(mode)}", "--", "true"]
         try:
@@ -333,10 +229,7 @@ class CodexChat:
         with tempfile.TemporaryDirectory(prefix="skillgrad-codex-") as root:
             cwd = Path(root) / "empty"
             cwd.mkdir()
-            argv = base_argv(self.cli, self.cfg, self.role, cwd, "read-only", effort)
-            for feature in _OPTIMIZER_OFF:
-                argv += ["--disable", feature]
-            argv += ["-c", 'web_search="disabled"']
+            argv = base_argv(self.cli, self.cfg, self.role, cwd, "read-only", effort) + optimizer_args()
             if system:
                 argv += ["-c", f"developer_instructions={toml_str(system)}"]
             if schema is not None:

@@ -66,9 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     cfg = sub.add_parser("config", help="print the resolved config as JSON (secrets redacted)")
     _role_flags(cfg)
 
-    trace = sub.add_parser("trace", help="print a Claude Code session as the optimizer sees it")
+    trace = sub.add_parser("trace", help="print a Claude Code or Codex session as the optimizer sees it")
     trace.add_argument(
-        "file", help="stream-json output, a skillgrad transcript.jsonl, or a ~/.claude/projects session"
+        "file",
+        help="Claude Code stream-json output, a skillgrad transcript.jsonl, a ~/.claude/projects session, "
+        "or codex exec --json output",
     )
     trace.add_argument(
         "subagents",
@@ -165,13 +167,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from skillgrad.traces.claude import load_session
+    from skillgrad.traces.files import load_any_session
     from skillgrad.traces.show import TraceShow, show_trace
 
     cfg = _load(args)
     if args.budget is not None and args.budget < 1:
         raise UserError(f"--budget {args.budget}: pass a positive number of characters")
-    session = load_session(Path(args.file), [Path(f) for f in args.subagents])
+    session = load_any_session(Path(args.file), [Path(f) for f in args.subagents])
     show = TraceShow("json" if args.json else "full" if args.full else "view", args.budget)
     text = show_trace(session, cfg.trace, show)
     # An output encoding that cannot show a character (cp1252, ascii) gets a replacement, not a crash.

@@ -90,12 +90,7 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge:
         "effort": m.effort_for("target"),
     }
     if target.harness:
-        settings.update(
-            tools=m.claude_code_allowed_tools,
-            max_turns=m.claude_code_max_turns,
-            permission_mode=m.claude_code_permission_mode,
-            skill_name=cfg.skill.name,
-        )
+        settings.update(target.load().cache_settings(cfg))
     agent = CachedAgent(
         backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
     )
@@ -103,6 +98,8 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge:
         optimizer=chat if optimizer else None,
         agent=agent,
         harness=target.harness,
+        trace_name=target.trace_name,
+        trace_file=target.trace_file,
         judge=chat if judge else None,
     )
 

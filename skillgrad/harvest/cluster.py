@@ -3,9 +3,9 @@
 Two requests are near-duplicates when their word sets (lower-cased, stop words dropped, numbers,
 paths and hex ids masked) have a Jaccard similarity of at least 0.6, or when the smaller set (of
 two words or more) is nearly contained in the larger one (overlap of at least 0.8): "deploy the
-app please" and "Deploy the app; the token is [REDACTED]" are the same recurring request. Clusters are the connected components of
-that relation (union-find), so the result does not depend on the order of the requests; a cluster
-is named by a hash of its smallest normalised member.
+app please" and "Deploy the app; the token is [REDACTED]" are the same recurring request.
+Clusters are the connected components of that relation (union-find), so the result does not depend
+on the order of the requests; a cluster is named by a hash of its smallest normalised member.
 """
 
 from __future__ import annotations

@@ -38,6 +38,21 @@ def _role_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def _benchmark_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--benchmark", metavar="NAME", help="shorthand for --set benchmark.name=NAME")
+    parser.add_argument(
+        "--data", metavar="FILE", help="shorthand for --set benchmark.data=FILE (relative to this folder)"
+    )
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
+    """--set items, after them the --benchmark / --data shorthands (so those win)."""
+    extra = [f"benchmark.name={args.benchmark}"] if getattr(args, "benchmark", None) else []
+    if getattr(args, "data", None):
+        extra.append(f"benchmark.data={Path(args.data).expanduser().resolve()}")
+    return [*args.overrides, *extra]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillgrad", description="Train an agent's SKILL.md from scored runs."
@@ -47,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
     train = sub.add_parser("train", help="train a skill against a benchmark")
     _role_flags(train)
+    _benchmark_flags(train)
     train.add_argument("--out", help="run folder (default: runs/<time>-train-<benchmark>)")
     train.add_argument("--resume", metavar="OUT", help="continue an interrupted run folder")
     train.add_argument(
@@ -58,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="score one skill on a split")
     _role_flags(ev)
+    _benchmark_flags(ev)
     ev.add_argument("--skill", required=True, help="the skill markdown file to score")
     ev.add_argument("--split", default="test", help="train | val | test (default: test)")
     ev.add_argument("--out", help="output folder (default: runs/<time>-eval-<benchmark>)")
@@ -65,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
 
     cfg = sub.add_parser("config", help="print the resolved config as JSON (secrets redacted)")
     _role_flags(cfg)
+    _benchmark_flags(cfg)
 
     trace = sub.add_parser("trace", help="print a Claude Code or Codex session as the optimizer sees it")
     trace.add_argument(
@@ -125,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
 def _load(args: argparse.Namespace) -> Config:
     return load_config(
         args.config,
-        args.overrides,
+        _overrides(args),
         backend=args.backend,
         optimizer_backend=args.optimizer_backend,
         target_backend=args.target_backend,
@@ -146,7 +164,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume and not args.config:
         cfg = stored_config(
             Path(args.resume),
-            args.overrides,
+            _overrides(args),
             backend=args.backend,
             optimizer_backend=args.optimizer_backend,
             target_backend=args.target_backend,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from skillgrad.traces.codex import parse_jsonl, steps_from_codex_events, unwrap_command
 from skillgrad.traces.files import is_codex_file, load_trace_steps
-from skillgrad.traces.steps import render_steps
+from skillgrad.traces.steps import render_full
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 CLAUDE_STREAM = Path(__file__).parent / "fixtures" / "claude_code" / "cli_tools.stream.jsonl"
@@ -24,7 +24,7 @@ def events(name: str) -> list[dict]:
 
 def test_tool_session_capture() -> None:
     session = steps_from_codex_events(events("tools.jsonl"), WORKSPACE)
-    rendered = render_steps(session.steps)
+    rendered = render_full(session.steps)
     assert rendered.splitlines() == [
         "1. [text] Reading the task.",
         "2. [tool_call exec_command] cat missing.md",
@@ -94,7 +94,7 @@ def test_documented_items_not_emitted_by_the_scripted_runs() -> None:
     ]  # fmt: skip
     stream = [{"type": "item.completed", "item": item} for item in items] + [{"type": "turn.completed"}]
     steps = steps_from_codex_events(stream, WORKSPACE).steps
-    rendered = render_steps(steps).splitlines()
+    rendered = render_full(steps).splitlines()
     assert rendered[0] == '1. [tool_call docs.search] {"query": "q"}'
     assert rendered[1] == "2. [tool_result docs.search] found it"
     assert rendered[3] == "4. [tool_result docs.fetch ERROR] timeout"
@@ -154,4 +154,10 @@ def test_skillgrad_trace_detects_codex_jsonl(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "skillgrad.cli", "trace", str(bad)], capture_output=True, text=True, timeout=60
     )
-    assert proc.returncode == 2 and "line 2 is not JSON" in proc.stderr and "Traceback" not in proc.stderr
+    # a broken line is skipped and said, never fatal; a file with no record at all is one line, exit 2
+    assert proc.returncode == 0 and "1 unreadable line skipped" in proc.stdout.splitlines()[0]
+    bad.write_text("not json\nat all\n", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillgrad.cli", "trace", str(bad)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2 and "line 1 is not JSON" in proc.stderr and "Traceback" not in proc.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from skillgrad.traces import claude
 from skillgrad.traces.codex import is_codex_record, steps_from_codex_events
-from skillgrad.traces.records import iter_records
+from skillgrad.traces.records import ReadStats, iter_records
 from skillgrad.traces.steps import TraceStep
 
 
@@ -22,7 +22,8 @@ def load_any_session(path: str | Path, subagent_files: Sequence[str | Path] = ()
     path = Path(path)
     if not is_codex_file(path):
         return claude.load_session(path, subagent_files)
-    codex = steps_from_codex_events(iter_records(path))
+    stats = ReadStats()
+    codex = steps_from_codex_events(iter_records(path, stats))
     return claude.ParsedSession(
         steps=codex.steps,
         final_answer=codex.final_answer,
@@ -31,6 +32,7 @@ def load_any_session(path: str | Path, subagent_files: Sequence[str | Path] = ()
         usage=codex.usage,
         errors=codex.errors,
         finished=codex.terminal_reason != "unfinished",
+        skipped_lines=stats.skipped_lines,
     )
 
 

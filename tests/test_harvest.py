@@ -317,3 +317,34 @@ def test_adopt_into_a_fresh_place_and_undo_removes_it(tmp_path: Path) -> None:
     assert target.read_text().startswith("---\nname: my-skill\n")
     undo(run)
     assert not target.exists()
+
+
+CODEX_SESSIONS = Path(__file__).parent / "fixtures" / "codex" / "sessions"
+
+
+def test_codex_sessions_harvest_and_trace(tmp_path: Path) -> None:
+    """Real rollout files the pinned Codex CLI wrote (tests/fixtures/codex/capture_sessions.py)."""
+    from skillgrad.traces.files import load_any_session
+
+    out = tmp_path / "codex.jsonl"
+    summary = harvest(CODEX_SESSIONS, None, out, Redactor())
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert summary.sessions == 2 and [r["question"] for r in rows] == [
+        "Fix the build: run make and tell me what failed.",
+        "What does the Makefile's test target run?",
+    ]
+    first = rows[0]["meta"]
+    assert first["signals"]["tool_errors"] == 1 and first["final_answer"].startswith(
+        "The build target was missing"
+    )
+    assert first["provenance"]["session_id"] and first["provenance"]["line"] > 1
+    session = load_any_session(CODEX_SESSIONS / "rollout-0.jsonl")
+    assert session.finished and [(s.kind, s.tool, s.is_error) for s in session.steps] == [
+        ("text", None, False),
+        ("tool_call", "exec_command", False),
+        ("tool_result", "exec_command", True),
+        ("tool_call", "exec_command", False),
+        ("tool_result", "exec_command", False),
+        ("text", None, False),
+    ]
+    assert session.steps[1].text == "make build" and "No rule to make target" in session.steps[2].text

@@ -1,4 +1,4 @@
-"""One Claude Code session file -> the tasks the user asked for, each with what followed it.
+"""One Claude Code or Codex session file -> the tasks the user asked for, each with what followed it.
 
 A task is a user request (the first prompt, a later follow-up, or a slash command with its
 arguments) and every record up to the next request. Its steps come from the trace parser (so
@@ -11,13 +11,14 @@ derived from those signals for the judge, and a provenance link (file, line, ses
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skillgrad.text import clean_text
 from skillgrad.traces.claude import steps_from_events
+from skillgrad.traces.codex_rollout import is_rollout_record, patched_files, rollout_request, rollout_steps
 from skillgrad.traces.records import iter_numbered_records
 from skillgrad.traces.steps import TraceStep, one_line
 from skillgrad.traces.user_turns import user_step
@@ -142,11 +143,46 @@ def _judge_next(task: HarvestedTask, next_request: str | None) -> None:
     task.rubric = _rubric(task, next_request)
 
 
-def _segments(path: Path) -> Iterator[tuple[int, str, str, list[dict[str, Any]]]]:
+def _claude_steps(records: list[dict[str, Any]]) -> tuple[list[TraceStep], str]:
+    parsed = steps_from_events(records)
+    steps = [s for s in parsed.steps if not (s.is_error and s.kind == "text" and not parsed.finished)]
+    return steps, parsed.final_answer
+
+
+def _codex_request(record: dict[str, Any]) -> tuple[str, str] | None:
+    text = rollout_request(record)
+    return (text, "follow-up") if text else None
+
+
+def _codex_steps(records: list[dict[str, Any]]) -> tuple[list[TraceStep], str]:
+    parsed = rollout_steps(records)
+    steps = [s for s in parsed.steps if not (s.is_error and s.kind == "text" and not parsed.finished)]
+    return steps, parsed.final_answer
+
+
+def _codex_paths(records: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    changed = [f for r in records if isinstance(r.get("payload"), dict) for f in patched_files(r["payload"])]
+    return [], list(dict.fromkeys(changed))
+
+
+@dataclass(frozen=True)
+class SessionFormat:
+    """How one kind of session file says what a request is, and what followed it."""
+
+    request_of: Callable[[dict[str, Any]], tuple[str, str] | None]
+    steps: Callable[[list[dict[str, Any]]], tuple[list[TraceStep], str]]
+    paths: Callable[[list[dict[str, Any]]], tuple[list[str], list[str]]]
+
+
+CLAUDE = SessionFormat(lambda r: request_of(r), _claude_steps, lambda r: _tool_paths(r))
+CODEX = SessionFormat(_codex_request, _codex_steps, _codex_paths)
+
+
+def _segments(path: Path, fmt: SessionFormat) -> Iterator[tuple[int, str, str, list[dict[str, Any]]]]:
     """(line, request, source, records) per request, records running up to the next request."""
     current: tuple[int, str, str, list[dict[str, Any]]] | None = None
     for line, record in iter_numbered_records(path):
-        found = request_of(record)
+        found = fmt.request_of(record)
         if found is not None:
             if current is not None:
                 yield current
@@ -157,26 +193,37 @@ def _segments(path: Path) -> Iterator[tuple[int, str, str, list[dict[str, Any]]]
         yield current
 
 
+def _format_and_session(path: Path) -> tuple[SessionFormat, str | None]:
+    """The file's format (a Codex rollout starts with session_meta) and a session id it names."""
+    first = next(iter_numbered_records(path), None)
+    record = first[1] if first else {}
+    if is_rollout_record(record):
+        payload = record.get("payload") or {}
+        return CODEX, payload.get("id") if record.get("type") == "session_meta" else None
+    return CLAUDE, None
+
+
 def session_tasks(path: Path) -> list[HarvestedTask]:
-    """Every task of one session file, in order; a request the agent never answered is dropped."""
+    """Every task of one session file (Claude Code or Codex), in order; a request the agent never
+    answered is dropped."""
+    fmt, session_id = _format_and_session(path)
     tasks: list[HarvestedTask] = []
     first = True
-    for line, request, source, records in _segments(path):
-        parsed = steps_from_events(records)
-        steps = [s for s in parsed.steps if not (s.is_error and s.kind == "text" and not parsed.finished)]
+    for line, request, source, records in _segments(path, fmt):
+        steps, final_answer = fmt.steps(records)
         if not any(s.kind in ("text", "tool_call") and s.agent is None for s in steps):
             continue  # /clear, /export and the like: nothing to replay
-        read, changed = _tool_paths(records)
+        read, changed = fmt.paths(records)
         head = records[0]
         provenance = {
             "file": str(path),
             "line": line,
-            "session_id": head.get("sessionId") or head.get("session_id"),
+            "session_id": head.get("sessionId") or head.get("session_id") or session_id,
             "timestamp": head.get("timestamp"),
         }
         kind = "prompt" if first and source != "command" else source
         first = False
-        task = HarvestedTask(request, kind, steps, parsed.final_answer, read, changed, provenance)
+        task = HarvestedTask(request, kind, steps, final_answer, read, changed, provenance)
         task.signals = _signals(steps)
         tasks.append(task)
     for task, following in zip(tasks, [*tasks[1:], None], strict=False):

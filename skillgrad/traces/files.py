@@ -7,6 +7,7 @@ from pathlib import Path
 
 from skillgrad.traces import claude
 from skillgrad.traces.codex import is_codex_record, steps_from_codex_events
+from skillgrad.traces.codex_rollout import is_rollout_record, rollout_steps
 from skillgrad.traces.records import ReadStats, iter_records
 from skillgrad.traces.steps import TraceStep
 
@@ -18,9 +19,21 @@ def is_codex_file(path: Path) -> bool:
 
 
 def load_any_session(path: str | Path, subagent_files: Sequence[str | Path] = ()) -> claude.ParsedSession:
-    """A Codex JSONL file or any Claude Code form, as one ParsedSession. UserError when it is none."""
+    """`codex exec --json` output, a Codex session (rollout) file or any Claude Code form, as one
+    ParsedSession. UserError when it is none of them."""
     path = Path(path)
-    if not is_codex_file(path):
+    first = next(iter_records(path), None)
+    if is_rollout_record(first):
+        stats = ReadStats()
+        rollout = rollout_steps(iter_records(path, stats))
+        return claude.ParsedSession(
+            steps=rollout.steps,
+            final_answer=rollout.final_answer,
+            is_error=not rollout.finished,
+            finished=rollout.finished,
+            skipped_lines=stats.skipped_lines,
+        )
+    if not is_codex_record(first):
         return claude.load_session(path, subagent_files)
     stats = ReadStats()
     codex = steps_from_codex_events(iter_records(path, stats))

@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 from skillgrad.errors import UserError
+from skillgrad.text import clean_text
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -67,8 +68,9 @@ def write_bytes_atomic(path: Path, data: bytes, *, fsync: bool = True) -> None:
 
 
 def write_text_atomic(path: Path, text: str, *, fsync: bool = True) -> None:
-    """Atomically replace `path` with UTF-8 `text` (no newline translation)."""
-    write_bytes_atomic(path, text.encode("utf-8"), fsync=fsync)
+    """Atomically replace `path` with UTF-8 `text` (no newline translation). Any string an agent
+    can produce is writable: a lone surrogate becomes U+FFFD instead of an exception."""
+    write_bytes_atomic(path, clean_text(text).encode("utf-8"), fsync=fsync)
 
 
 def dumps_json(obj: Any) -> str:
@@ -102,7 +104,7 @@ def append_jsonl(path: Path, obj: Any) -> None:
     new line never glues onto half a line. Call from one thread per file (the trainer)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n"
+    line = clean_text(json.dumps(obj, ensure_ascii=False, allow_nan=False)) + "\n"
     if path.exists():
         _repair_tail(path)
     with open(path, "ab") as handle:

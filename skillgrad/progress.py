@@ -126,7 +126,7 @@ class LogFileObserver:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._file: TextIO | None = path.open("a", encoding="utf-8")
+        self._file: TextIO | None = path.open("a", encoding="utf-8", errors="replace")  # any string
 
     def event(self, kind: str, fields: dict[str, Any]) -> None:
         if self._file is None:

@@ -69,9 +69,18 @@ def check_same_config(out: Path, cfg: Config) -> None:
         )
 
 
+def remove_interrupted_writes(out: Path) -> None:
+    """Delete the temp files of atomic writes a crash cut short (`.<name>.<random>.tmp`, never
+    renamed into place); agents' workspaces are theirs and are left alone."""
+    for path in out.rglob(".*.tmp"):
+        if path.is_file() and "workspace" not in path.relative_to(out).parts:
+            path.unlink(missing_ok=True)
+
+
 def load_checkpoint(out: Path, cfg: Config) -> tuple[TrainState | None, Ledger]:
     """The state after the last completed step (None: the baseline never finished) and the
     ledger; history.jsonl is cut back to that step, its torn tail repaired."""
+    remove_interrupted_writes(out)
     path = out / "state.json"
     if not path.is_file():
         return None, Ledger(cfg.budget)

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from skillgrad.errors import UserError
-from skillgrad.traces.claude import load_session, load_trace_file, steps_from_events, summarize_tool_input
-from skillgrad.traces.steps import TRUNCATION_MARKER, TraceCaps, TraceStep, render_steps
+from skillgrad.traces.claude import load_session, load_trace_file, steps_from_events
+from skillgrad.traces.steps import TraceCaps, TraceStep
+from skillgrad.traces.summaries import summarize_tool_input
+from skillgrad.traces.view import render_steps
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "claude-code"
@@ -107,8 +109,11 @@ def test_error_results_are_marked_and_read_from_is_error_and_terminal_reason() -
 
 def test_tool_result_string_error_and_unknown_tool_id() -> None:
     session = steps_from_events([tool_result("Exit code 2\nboom", is_error=True, tool_use_id="nope")])
-    assert session.steps == [TraceStep("tool_result", "Exit code 2\nboom", tool=None, is_error=True)]
-    assert session.usage is None  # no result record: usage unknown
+    assert session.steps[0] == TraceStep(
+        "tool_result", "Exit code 2\nboom", tool=None, is_error=True, ref="nope"
+    )
+    assert session.usage is None  # no result record: usage unknown, and the session is unfinished
+    assert session.is_error and not session.finished and "no result record" in session.steps[-1].text
 
 
 def test_cost_unknown_for_non_list_price_models() -> None:
@@ -122,25 +127,28 @@ def test_cost_unknown_for_non_list_price_models() -> None:
 def test_summaries_are_one_line() -> None:
     assert (
         summarize_tool_input("Write", {"file_path": "/a.txt", "content": "x" * 100})
-        == "/a.txt content=<100 chars>"
+        == "/a.txt (1 line, 100 chars)"
     )
-    assert summarize_tool_input("Grep", {"pattern": "foo", "path": "src"}) == "foo path=src"
+    assert summarize_tool_input("Grep", {"pattern": "foo", "path": "src"}) == "foo in src"
     assert summarize_tool_input("Custom", {"n": 1}) == "n=1"
     assert "\n" not in summarize_tool_input("Bash", {"command": "a\nb\nc"})
 
 
-def test_render_caps_and_truncation_marker() -> None:
+def test_render_caps_and_gap_marker() -> None:
     steps = [TraceStep("tool_result", "r" * 1000, tool="Bash"), TraceStep("text", "t" * 1000)]
     text = render_steps(steps, TraceCaps(tool_result_chars=200, step_chars=500, total_chars=4000))
     assert "r" * 200 + "... [+800 chars]" in text and "t" * 500 + "... [+500 chars]" in text
     many = [TraceStep("text", f"step {i} " + "x" * 300) for i in range(40)]
     capped = render_steps(many, TraceCaps(total_chars=1000))
-    assert len(capped) < 1200 and capped.splitlines()[-1].startswith(TRUNCATION_MARKER.split("{")[0])
+    assert len(capped) <= 1000 and "steps, " in capped and "chars hidden" in capped
+    assert capped.splitlines()[0].startswith("1. [text] step 0") and "40. [text] step 39" in capped
 
 
 @pytest.mark.parametrize("name", ["cli_tools.stream.jsonl", "session_transcript.jsonl"])
 def test_own_captures_stream_json_and_transcript_parse_alike(name: str) -> None:
     steps = load_trace_file(FIXTURES / name)
+    if name == "session_transcript.jsonl":  # no result record: a closing note says so
+        assert steps.pop().is_error
     assert kinds(steps) == [
         ("text", None, False),
         ("tool_call", "Bash", False),
@@ -153,12 +161,14 @@ def test_own_captures_stream_json_and_transcript_parse_alike(name: str) -> None:
         ("tool_result", "Read", False),
         ("text", None, False),
     ]
-    assert steps[-1].text == "The answer is 42." and steps[5].text.endswith("content=line one line two")
+    assert steps[-1].text == "The answer is 42." and steps[5].text.endswith("(2 lines, 18 chars)")
 
 
 def test_transcript_has_no_result_record() -> None:
     session = load_session(FIXTURES / "session_transcript.jsonl")
-    assert session.final_answer == "The answer is 42." and session.usage is None and not session.is_error
+    assert session.final_answer == "The answer is 42." and session.usage is None
+    assert session.is_error and not session.finished  # a transcript never says how the run ended
+    assert session.steps[-1].is_error and "no result record" in session.steps[-1].text
 
 
 @needs_reference
@@ -196,7 +206,7 @@ def test_reference_event_examples_never_fail() -> None:
     examples = json.loads((REFERENCE / "event_examples.json").read_text())
     events = [entry["event"] for entry in examples.values()]
     session = steps_from_events(events)  # every kind the CLI emits, in one go: nothing raises
-    assert all(s.kind in ("text", "tool_call", "tool_result") for s in session.steps)
+    assert all(s.kind in ("text", "tool_call", "tool_result", "user") for s in session.steps)
     assert any(s.kind == "tool_result" and s.is_error for s in session.steps)
 
 

@@ -1,9 +1,17 @@
 from skillgrad.backends.base import AgentResult
 from skillgrad.benchmarks.base import Score, Task
-from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, analyst_messages, parse_patch, patch_schema
+from skillgrad.loop.reflect import (
+    TRACE_HEADING,
+    AnalystInputs,
+    analyst_messages,
+    parse_patch,
+    patch_schema,
+    trace_sections,
+)
 from skillgrad.loop.rollout import Rollout
 from skillgrad.skill import Edit
-from skillgrad.traces.steps import TraceCaps, TraceStep, render_steps
+from skillgrad.traces.steps import TraceCaps, TraceStep
+from skillgrad.traces.view import render_steps
 
 
 def rollout(passed: bool) -> Rollout:
@@ -37,7 +45,38 @@ def test_analyst_prompt_shows_answer_expected_feedback_side_by_side():
 def test_trace_section_only_when_enabled():
     text = analyst_messages(inputs(True))[1].content
     assert text.count(TRACE_HEADING) == 2
-    assert "[tool_result Bash ERROR] No such file" in text
+    assert "[tool_call Bash] Bash: cat task.md -> ERROR No such file" in text  # the call and its error
+
+
+def long_rollout(index: int, passed: bool) -> Rollout:
+    trace = [TraceStep("text", f"I will start task {index}.")]
+    for j in range(300):
+        trace.append(
+            TraceStep("tool_call", f"python step_{j}.py --flag {'x' * 60}", tool="Bash", ref=f"c{j}")
+        )
+        error = j % 50 == 7
+        trace.append(TraceStep("tool_result", f"output {j} " + "y" * 300, "Bash", error, ref=f"c{j}"))
+    trace.append(TraceStep("text", f"FINAL ANSWER of task {index}"))
+    result = AgentResult(answer=f"answer {index}", trace=trace)
+    task = Task(f"q{index}", "Do the thing", None, ("x",))
+    return Rollout(task, result, Score(1.0 if passed else 0.0, passed, "feedback"))
+
+
+def test_trace_sections_of_one_prompt_share_one_budget_failed_first():
+    rollouts = [long_rollout(i, passed=i == 0) for i in range(4)]
+    caps = TraceCaps(total_chars=4000)
+    shared = AnalystInputs("# Skill", rollouts, [], 3, True, caps, trace_budget=6000)
+    sections = trace_sections(shared)
+    assert sum(len(s) for s in sections) <= 6000
+    assert all(s.startswith(TRACE_HEADING) for s in sections)
+    # each view still ends with its final answer and keeps every error of the failed tasks
+    assert all(f"FINAL ANSWER of task {i}" in s for i, s in enumerate(sections))
+    assert all(s.count("ERROR") >= 1 for s in sections[1:])
+    assert len(sections[0]) < min(len(s) for s in sections[1:])  # the passed task gets the smallest share
+    roomy = trace_sections(AnalystInputs("# Skill", rollouts, [], 3, True, caps, trace_budget=100_000))
+    assert all(len(s) <= 4000 + len(TRACE_HEADING) + 2 for s in roomy)  # never over one view's cap
+    user = analyst_messages(shared)[1].content
+    assert all(s in user for s in sections)
 
 
 def test_rejected_edits_are_listed():
@@ -61,5 +100,5 @@ def test_parse_patch_drops_malformed_and_extra_edits():
 def test_render_caps_and_truncation_marker():
     steps = [TraceStep("tool_result", "x" * 500, tool="Read"), TraceStep("text", "line1\nline2")] * 20
     text = render_steps(steps, TraceCaps(tool_result_chars=50, step_chars=100, total_chars=600))
-    assert len(text) < 800 and "trace truncated" in text
+    assert len(text) <= 600 and "chars hidden" in text
     assert "[+450 chars]" in text and "line1 ⏎ line2" in text

@@ -12,11 +12,19 @@ from skillgrad.loop.merge import Patch
 from skillgrad.loop.rollout import Rollout
 from skillgrad.skill import EDIT_OPS, Edit
 from skillgrad.templates import render
-from skillgrad.traces.steps import TraceCaps, render_steps
+from skillgrad.traces.steps import TraceCaps
+from skillgrad.traces.view import render_view
 
 PROMPTS = "skillgrad.loop"
-TRACE_HEADING = "#### Claude Trace Steps"
 ANALYST_CONTEXT_CHARS = 1500  # the analyst needs the gist of long contexts, the agent gets all of it
+
+
+def trace_heading(harness: str) -> str:
+    """The analyst's heading over one task's trace steps; it names the harness that made them."""
+    return f"#### {harness} Trace Steps"
+
+
+TRACE_HEADING = trace_heading("Claude")  # Claude Code's, the default
 
 
 def patch_schema(max_edits: int) -> dict[str, Any]:
@@ -45,18 +53,38 @@ class AnalystInputs:
     max_edits: int
     include_traces: bool
     caps: TraceCaps
+    trace_budget: int = 12000  # characters shared by every trace section of one prompt
+    trace_heading: str = TRACE_HEADING
 
 
-def _task_block(index: int, rollout: Rollout, inputs: AnalystInputs) -> str:
+def trace_sections(inputs: AnalystInputs) -> list[str]:
+    """Each task's trace section, all of them within `inputs.trace_budget` together.
+
+    Failed tasks are sized first and get twice a passed task's share of what is left; what one
+    view does not use flows to the next. No view is larger than `caps.total_chars`."""
+    sections = [""] * len(inputs.rollouts)
+    if not inputs.include_traces:
+        return sections
+    order = sorted(range(len(inputs.rollouts)), key=lambda i: (inputs.rollouts[i].score.passed, i))
+    weights = {i: 1 if inputs.rollouts[i].score.passed else 2 for i in order}
+    remaining = inputs.trace_budget
+    for position, i in enumerate(order):
+        left = sum(weights[j] for j in order[position:])
+        heading = f"{inputs.trace_heading}\n"
+        share = remaining * weights[i] // left - len(heading) - 1
+        view = render_view(inputs.rollouts[i].result.trace, inputs.caps, min(share, inputs.caps.total_chars))
+        sections[i] = f"{heading}{view or '(no steps)'}\n" if share > len("(no steps)") else ""
+        remaining -= len(sections[i])
+    return sections
+
+
+def _task_block(index: int, rollout: Rollout, inputs: AnalystInputs, trace: str) -> str:
     task, score = rollout.task, rollout.score
     context = task.context or ""
     if len(context) > ANALYST_CONTEXT_CHARS:
         context = (
             context[:ANALYST_CONTEXT_CHARS] + f" [... {len(context) - ANALYST_CONTEXT_CHARS} more chars]"
         )
-    trace = ""
-    if inputs.include_traces:
-        trace = f"{TRACE_HEADING}\n{render_steps(rollout.result.trace, inputs.caps) or '(no steps)'}\n"
     return render(
         PROMPTS,
         "analyst_task",
@@ -74,7 +102,11 @@ def _task_block(index: int, rollout: Rollout, inputs: AnalystInputs) -> str:
 
 def analyst_messages(inputs: AnalystInputs) -> list[Message]:
     failed = sum(1 for r in inputs.rollouts if not r.score.passed)
-    tasks = "\n".join(_task_block(i, r, inputs) for i, r in enumerate(inputs.rollouts, 1))
+    traces = trace_sections(inputs)
+    tasks = "\n".join(
+        _task_block(i, r, inputs, trace)
+        for i, (r, trace) in enumerate(zip(inputs.rollouts, traces, strict=True), 1)
+    )
     rejected = ""
     if inputs.rejected:
         lines = "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in inputs.rejected)

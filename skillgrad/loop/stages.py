@@ -19,10 +19,10 @@ from skillgrad.errors import BackendError, StructuredOutputError
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
-from skillgrad.loop.reflect import AnalystInputs, reflect, reflection_record
+from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflect, reflection_record, trace_heading
 from skillgrad.loop.rollout import Rollout, mean_score, run_rollouts
 from skillgrad.loop.state import TrainState
-from skillgrad.runs import RunDir
+from skillgrad.runs import TRACE_FILE, RunDir
 from skillgrad.traces.steps import TraceCaps
 
 
@@ -35,6 +35,9 @@ class Roles:
     optimizer: ChatModel | None
     agent: Agent
     harness: bool  # the target is an agent harness: traces are written per rollout
+    trace_name: str | None = None  # the harness's name in the analyst's trace heading
+    trace_file: str = TRACE_FILE  # each rollout's rendered trace steps
+    judge: ChatModel | None = None  # scores a JudgedBenchmark's rollouts
 
 
 def resampled(agent: Agent, repeat: int) -> Agent:
@@ -62,12 +65,9 @@ class Stages:
         self.events = events
         self.accounting = accounting
         self.caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
-        # Passed explicitly from the config: the analyst sees Claude Code's trace steps only when asked.
-        self.include_traces = (
-            roles.harness
-            and cfg.model.target_backend == "claude_code_exec"
-            and cfg.model.claude_trace_to_optimizer
-        )
+        # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not to.
+        self.include_traces = roles.harness and cfg.model.traces_to_optimizer(cfg.model.backend_for("target"))
+        self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
         self.slots = threading.Semaphore(cfg.train.concurrency)  # calls in flight, all stages together
         self.epoch: int | None = None  # the epoch in progress, for progress events
@@ -93,7 +93,13 @@ class Stages:
 
         def on_done(index: int, rollout: Rollout) -> None:
             self.accounting.record("target", stage, rollout.result.usage, saved_usage(rollout.result))
-            self.run.write_rollout(folder_of(index), rollout, harness=self.roles.harness, caps=self.caps)
+            self.run.write_rollout(
+                folder_of(index),
+                rollout,
+                harness=self.roles.harness,
+                caps=self.caps,
+                trace_file=self.roles.trace_file,
+            )
             with self._lock:
                 done[0] += 1
                 count = done[0]
@@ -137,7 +143,14 @@ class Stages:
             with self.slots:
                 self.accounting.reserve()
                 inputs = AnalystInputs(
-                    state.current_text, minibatch, rejected, lr, self.include_traces, self.caps
+                    state.current_text,
+                    minibatch,
+                    rejected,
+                    lr,
+                    self.include_traces,
+                    self.caps,
+                    self.cfg.trace.prompt_chars,
+                    self.trace_heading,
                 )
                 record_path = self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json"
                 try:

@@ -17,10 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from skillgrad.benchmarks.base import Benchmark, Task
+from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark, Task
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
-from skillgrad.loop.accounting import Accounting, BudgetStop
+from skillgrad.loop.accounting import Accounting, BudgetStop, MeteredChatModel
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import make_gate, mean_of
@@ -63,6 +63,12 @@ class Trainer:
         self.ranker = RANKERS[cfg.optimizer.rank]()
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
         self.accounting = Accounting(ledger)
+        if isinstance(benchmark, JudgedBenchmark):
+            if roles.judge is None:
+                raise TrainingFailed(
+                    f"benchmark '{benchmark.name}' is scored by a judge, but no judge role was built"
+                )
+            benchmark.use_judge(MeteredChatModel(roles.judge, self.accounting, "optimizer", "judge"))
         self.stages = Stages(cfg, benchmark, roles, run, events, self.accounting)
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
         self._splits: dict[str, list[Task]] = {}

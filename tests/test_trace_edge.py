@@ -1,0 +1,300 @@
+"""Made-up edge cases of session files and the budgeted view: what a cut, odd or hostile file holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillgrad.errors import UserError
+from skillgrad.traces.claude import load_session, steps_from_events
+from skillgrad.traces.steps import TraceCaps, TraceStep
+from skillgrad.traces.view import render_view
+
+INIT = {"type": "system", "subtype": "init", "session_id": "s1", "tools": ["Bash"]}
+
+
+def assistant(*blocks: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "assistant", "message": {"role": "assistant", "content": list(blocks)}, **extra}
+
+
+def call(tool_id: str, command: str) -> dict[str, Any]:
+    return assistant({"type": "tool_use", "id": tool_id, "name": "Bash", "input": {"command": command}})
+
+
+def result_of(tool_id: str, content: Any, is_error: bool = False) -> dict[str, Any]:
+    block = {"type": "tool_result", "tool_use_id": tool_id, "content": content, "is_error": is_error}
+    return {"type": "user", "message": {"role": "user", "content": [block]}}
+
+
+def say(text: str) -> dict[str, Any]:
+    return assistant({"type": "text", "text": text})
+
+
+def done(text: str, **extra: Any) -> dict[str, Any]:
+    record = {"type": "result", "subtype": "success", "is_error": False, "terminal_reason": "completed"}
+    return {**record, "result": text, **extra}
+
+
+RUN = [
+    INIT,
+    say("Looking."),
+    call("t1", "ls"),
+    result_of("t1", "a.txt"),
+    say("Found a.txt."),
+    done("Found a.txt."),
+]
+
+
+def write_lines(path: Path, records: list[dict[str, Any]], *, newline: str = "\n") -> Path:
+    path.write_text("".join(json.dumps(r) + newline for r in records), encoding="utf-8", newline="")
+    return path
+
+
+def test_bom_crlf_and_partial_first_line(tmp_path: Path) -> None:
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + write_lines(tmp_path / "x", RUN, newline="\r\n").read_bytes())
+    assert load_session(bom).final_answer == "Found a.txt."
+    tail = tmp_path / "tail.jsonl"  # the tail of a longer file: its first line starts mid-record
+    tail.write_text('ult": "cut", "is_error": false}\n' + "".join(json.dumps(r) + "\n" for r in RUN[1:]))
+    session = load_session(tail)
+    assert session.finished and [s.kind for s in session.steps] == [
+        "text",
+        "tool_call",
+        "tool_result",
+        "text",
+    ]
+
+
+def test_pretty_printed_document_and_array(tmp_path: Path) -> None:
+    pretty = tmp_path / "out.json"  # `claude -p --output-format json`: one result object
+    pretty.write_text(json.dumps(done("42", usage={"input_tokens": 5, "output_tokens": 1}), indent=2))
+    session = load_session(pretty)
+    assert session.final_answer == "42" and session.finished and session.usage is not None
+    array = tmp_path / "all.json"  # `--output-format json --verbose`: every record in one array
+    array.write_text(json.dumps(RUN, indent=2))
+    assert load_session(array).final_answer == "Found a.txt."
+    one_line_array = tmp_path / "line.json"
+    one_line_array.write_text(json.dumps(RUN))
+    assert len(load_session(one_line_array).steps) == 4
+
+
+def test_not_a_session_is_one_line_error(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("hello\nworld\n")
+    with pytest.raises(
+        UserError, match=r"junk.jsonl: no Claude Code session records found \(line 1 is not JSON\)"
+    ):
+        load_session(junk)
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(UserError, match="no Claude Code session records"):
+        load_session(binary)
+
+
+def test_lone_surrogate_is_replaced_never_raised(tmp_path: Path) -> None:
+    path = tmp_path / "emoji.jsonl"
+    raw = "\n".join(json.dumps(r) for r in RUN[:3])
+    # Claude Code cut an emoji in half: the escape of a lone high surrogate, in a tool result and text
+    raw += '\n{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1",'
+    raw += '"content":"party \\ud83c done"}]}}\n{"type":"assistant","message":{"content":[{"type":"text",'
+    raw += '"text":"ok \\udfff"}]}}\n'
+    path.write_text(raw)
+    session = load_session(path)
+    assert session.steps[2].text.startswith("party \ufffd done") and "\ufffd" in session.final_answer
+    view = render_view(session.steps)
+    view.encode("utf-8")  # would raise on a lone surrogate
+    assert "\ufffd" in view
+
+
+def test_cp1252_stdout_does_not_crash(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "s.jsonl", [INIT, say("multi\nline ✓ 日本"), done("multi\nline ✓ 日本")])
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillgrad.cli", "trace", str(path)], capture_output=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert b"1. [text] multi ? line ? ??" in proc.stdout  # shown with replacements, not a traceback
+
+
+def test_old_cli_error_subtype_without_terminal_reason_is_a_failure() -> None:
+    old = {"type": "result", "subtype": "error_max_turns", "is_error": False, "num_turns": 3}
+    session = steps_from_events([INIT, say("Trying."), old])
+    assert session.is_error and session.finished and session.steps[-1].is_error
+    assert "error_max_turns" in session.steps[-1].text
+
+
+def test_appended_runs_yield_the_last_run(tmp_path: Path) -> None:
+    second = [
+        INIT,
+        say("Second run."),
+        call("t9", "pwd"),
+        result_of("t9", "/w"),
+        say("In /w."),
+        done("In /w."),
+    ]
+    path = write_lines(tmp_path / "two.jsonl", RUN + second)
+    session = load_session(path)
+    assert session.runs == 2 and session.final_answer == "In /w."
+    assert [s.text for s in session.steps] == ["Second run.", "pwd", "/w", "In /w."]
+    # a second run cut off: the file's answer is not the first run's
+    cut = load_session(write_lines(tmp_path / "cut.jsonl", RUN + second[:3]))
+    assert cut.final_answer == "Second run." and cut.is_error and not cut.finished
+
+
+def test_trace_command_modes(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "s.jsonl", RUN)
+    run = [sys.executable, "-m", "skillgrad.cli", "trace", str(path)]
+    as_json = subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=60)
+    steps = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [s["kind"] for s in steps] == ["text", "tool_call", "tool_result", "text"]
+    full = subprocess.run([*run, "--full"], capture_output=True, text=True, timeout=60).stdout
+    assert (
+        full.splitlines()[0] == "# session: 4 steps, 0 errors, finished" and "4. [text] Found a.txt." in full
+    )
+    small = subprocess.run([*run, "--budget", "60"], capture_output=True, text=True, timeout=60).stdout
+    assert len(small.split("\n", 1)[1].rstrip("\n")) <= 60
+    bad = subprocess.run([*run, "--budget", "0"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--budget 0" in bad.stderr
+
+
+def random_steps(rng: random.Random, n: int) -> list[TraceStep]:
+    kinds = ["text", "tool_call", "tool_result", "user"]
+    steps = []
+    for i in range(n):
+        kind = rng.choice(kinds)
+        text = rng.choice(["ok", "Permission denied", "x" * rng.randint(0, 900), f"line {i}\nnext"])
+        agent = rng.choice([None, None, None, "Explore (look around)"])
+        steps.append(
+            TraceStep(kind, text, "Bash" if "tool" in kind else None, rng.random() < 0.2, agent, str(i))
+        )
+    return steps
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_view_never_exceeds_its_budget_and_is_deterministic(seed: int) -> None:
+    rng = random.Random(seed)
+    steps = random_steps(rng, rng.randint(1, 400))
+    for budget in (40, 200, 1000, 4000, 20000):
+        view = render_view(steps, TraceCaps(total_chars=budget))
+        assert len(view) <= budget
+        assert view == render_view(list(steps), TraceCaps(total_chars=budget))
+    roomy = render_view(steps, TraceCaps(total_chars=10**7))
+    assert "hidden" not in roomy  # everything fits: nothing is hidden
+
+
+def test_repeated_errors_collapse_with_count_and_gaps_say_what_they_hide() -> None:
+    steps = [TraceStep("text", "Plan: push the branch.")]
+    for i in range(10):
+        steps.append(TraceStep("tool_call", f"git push origin b{i}", "Bash", ref=f"c{i}"))
+        steps.append(TraceStep("tool_result", "This command requires approval", "Bash", True, ref=f"c{i}"))
+    steps += [TraceStep("tool_call", f"cat f{i}", "Bash") for i in range(30)]
+    steps.append(TraceStep("text", "I could not push."))
+    view = render_view(steps, TraceCaps(total_chars=600))
+    assert (
+        "steps 2-21: 10x [tool_call Bash] git push origin b0 -> ERROR This command requires approval"
+        " (10 distinct calls)" in view
+    )
+    gaps = [line for line in view.splitlines() if line.startswith("[... ")]
+    assert len(gaps) == 1 and re.fullmatch(r"\[\.\.\. \d+ steps, \d+ chars hidden \.\.\.\]", gaps[0])
+    assert view.splitlines()[-1] == "52. [text] I could not push."
+
+
+def test_summaries_say_what_each_call_did() -> None:
+    from skillgrad.traces.summaries import summarize_tool_input as summary
+
+    assert summary("Bash", {"command": "git push\n--force", "run_in_background": True}) == (
+        "git push --force (in background)"
+    )
+    assert summary("Read", {"file_path": "a.py", "offset": 10, "limit": 5}) == "a.py offset=10 limit=5"
+    assert summary("Edit", {"file_path": "a.py", "old_string": "x" * 12, "new_string": "y"}) == (
+        "a.py (replace 12 chars with 1)"
+    )
+    edits = [{"old_string": "ab", "new_string": "abc"}, {"old_string": "c", "new_string": ""}]
+    assert summary("MultiEdit", {"file_path": "b.ts", "edits": edits}) == "b.ts (2 edits: 3 chars -> 3)"
+    todos = [
+        {"content": "Port module", "status": "completed", "activeForm": "Porting"},
+        {"content": "Run tests", "status": "in_progress", "activeForm": "Running"},
+        {"content": "Commit", "status": "pending", "activeForm": "Committing"},
+    ]
+    assert (
+        summary("TodoWrite", {"todos": todos})
+        == "3 todos, 1 done: [x] Port module; [>] Run tests; [ ] Commit"
+    )
+    task = {"description": "Explore the code", "subagent_type": "Explore", "prompt": "p" * 300}
+    assert summary("Task", task) == "Explore: Explore the code (prompt 300 chars)"
+    ask = {"questions": [{"question": "Skip the hook?", "options": [{"label": "Yes"}, {"label": "No"}]}]}
+    assert summary("AskUserQuestion", ask) == "Skip the hook? [Yes | No]"
+    assert (
+        summary("WebFetch", {"url": "https://x.org", "prompt": "list tools"}) == "https://x.org (list tools)"
+    )
+    assert summary("WebSearch", {"query": "credo igniter"}) == "credo igniter"
+    assert summary("mcp__github__create_issue", {"title": "Bug", "body": "b" * 200}) == (
+        "github/create_issue title=Bug body=<200 chars>"
+    )
+    assert summary("TodoWrite", {"todos": "not a list"}) == "0 todos, 0 done:"  # odd shapes never raise
+    assert summary("Edit", ["odd"]) == '["odd"]'
+
+
+def test_stream_json_subagent_steps_are_attributed_and_report_appears_once() -> None:
+    task_call = assistant(
+        {
+            "type": "tool_use",
+            "id": "task1",
+            "name": "Task",
+            "input": {"subagent_type": "Explore", "description": "map it", "prompt": "Map the repo."},
+        }  # noqa: E501
+    )
+    inner_call = call("sub1", "ls -R")
+    inner_call["parent_tool_use_id"] = "task1"
+    inner_result = result_of("sub1", "src/\ntests/")
+    inner_result["parent_tool_use_id"] = "task1"
+    report = say("The repo has src and tests.")
+    report["parent_tool_use_id"] = "task1"
+    events = [INIT, task_call, inner_call, inner_result, report]
+    events += [
+        result_of("task1", [{"type": "text", "text": "The repo has src and tests."}]),
+        say("Done."),
+        done("Done."),
+    ]
+    session = steps_from_events(events)
+    assert [(s.kind, s.agent) for s in session.steps] == [
+        ("tool_call", None),
+        ("tool_call", "Explore (map it)"),
+        ("tool_result", "Explore (map it)"),
+        ("tool_result", None),
+        ("text", None),
+    ]
+    assert [s.text for s in session.steps].count("The repo has src and tests.") == 1
+    assert "[tool_call Bash @Explore (map it)] ls -R" in render_view(session.steps)
+
+
+def test_follow_ups_interrupts_and_hook_feedback_become_user_steps() -> None:
+    def user(content: Any, **extra: Any) -> dict[str, Any]:
+        return {"type": "user", "message": {"role": "user", "content": content}, **extra}
+
+    events = [
+        user("Fix the bug."),  # the first prompt: not a step
+        say("Looking."),
+        user([{"type": "text", "text": "[Request interrupted by user]"}]),
+        user("Use the other file instead."),
+        user("Stop hook feedback:\nUncommitted changes", isMeta=True),
+        user("<command-name>/compact</command-name>\n<command-args></command-args>"),
+        user("<local-command-stdout></local-command-stdout>"),  # empty output says nothing
+        say("Done."),
+    ]
+    steps = steps_from_events(events).steps
+    users = [(s.tool, s.text) for s in steps if s.kind == "user"]
+    assert users == [
+        ("interrupt", "Request interrupted by user"),
+        ("follow-up", "Use the other file instead."),
+        ("hook", "Stop hook feedback:\nUncommitted changes"),
+        ("command", "/compact"),
+    ]

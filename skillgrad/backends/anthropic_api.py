@@ -19,15 +19,19 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
 from skillgrad.backends.common import describe_sdk_error, key_availability, one_line
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError
+from skillgrad.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import anthropic
+else:
+    anthropic = lazy_import("anthropic")  # loaded on first use
 
 BACKEND = "anthropic_chat"
 DEFAULT_MODEL = "claude-sonnet-5-5"

@@ -21,15 +21,19 @@ import threading
 import weakref
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import xllamacpp
+from typing import TYPE_CHECKING, Any
 
 from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, UserError
+from skillgrad.lazy import lazy_import
 from skillgrad.models import DEFAULT_CACHE_DIR, check_fits_memory, check_gguf, hub_parts, resolve_model_value
+
+if TYPE_CHECKING:
+    import xllamacpp
+else:
+    xllamacpp = lazy_import("xllamacpp")  # loaded on first use
 
 NAME = "local"
 _PROMPT_CACHE_MIB = 256  # llama.cpp's host prompt cache (default 8 GiB) kept small

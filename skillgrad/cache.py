@@ -21,8 +21,10 @@ Usage of cache hits (the counting contract, see also `skillgrad.budget`):
 
 Workspaces: agentic benchmarks score the files an agent left behind, so a cached agent result is
 only valid with them. `CachedAgent(snapshot_workspace=True)` (the default) stores the workspace's
-regular files (up to `max_workspace_bytes`; a larger workspace is simply not cached) and restores
-them exactly on a hit. Pass False for benchmarks scored from the answer alone to save disk.
+regular files (up to `max_workspace_bytes`, judged from their sizes before any read; a larger
+workspace is simply not cached), each passed through `redact_file` (the run's secret redaction: an
+agent may have written `env` into a file), and restores them on a hit. Pass False for benchmarks
+scored from the answer alone to save disk.
 
 Writes are atomic (temp + rename) without fsync: a SIGKILL cannot lose page-cache data, and an
 entry torn by a power loss fails its checksum and is re-asked. Identical requests issued
@@ -341,9 +343,11 @@ class CachedAgent:
         settings: dict[str, Any] | None = None,
         snapshot_workspace: bool = True,
         max_workspace_bytes: int = DEFAULT_MAX_WORKSPACE_BYTES,
+        redact_file: Callable[[bytes], bytes] | None = None,
         stats: CacheStats | None = None,
     ) -> None:
         self.inner = inner
+        self.redact_file = redact_file
         self.cache = cache
         self.salt = salt
         self.settings = dict(settings or {})
@@ -395,7 +399,7 @@ class CachedAgent:
         files = None
         if self.snapshot_workspace:
             try:
-                files = snapshot_tree(workspace, self.max_workspace_bytes)
+                files = snapshot_tree(workspace, self.max_workspace_bytes, self.redact_file)
             except OSError:
                 return False
             if files is None:  # too large to keep: leave uncached rather than replay without files

@@ -41,7 +41,7 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
     skill = initial_skill(cfg)
     benchmark = checked_benchmark(cfg, _splits(cfg))
     redactor = redactor_for(cfg)
-    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache))
+    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), redactor)
     out = out or default_out(cfg, "train")
     if resume:
         check_same_config(out, cfg)
@@ -74,7 +74,7 @@ def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use
     skill = read_skill(skill_path)
     benchmark = checked_benchmark(cfg, (split,))
     redactor = redactor_for(cfg)
-    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), optimizer=False)
+    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), redactor, optimizer=False)
     out = out or default_out(cfg, "eval")
     session = open_session(cfg, out, redactor)
     with RunLock(out / ".lock"):

@@ -14,9 +14,12 @@ from skillgrad.errors import UserError
 from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.state import version_name
 from skillgrad.redact import Redactor
+from skillgrad.snapshot import scrub_tree
 from skillgrad.traces.steps import TraceCaps, render_steps
 
 TRACE_FILE = "claude_trace_steps.txt"
+# A kept workspace file larger than this is emptied rather than scanned for secrets.
+MAX_KEPT_FILE_BYTES = 8 * 1024 * 1024
 
 
 class RunDir:
@@ -73,6 +76,9 @@ class RunDir:
 
     def write_rollout(self, prefix: Path, rollout: Rollout, *, harness: bool, caps: TraceCaps) -> None:
         folder = self.task_dir(prefix, rollout.task)
+        # The agent wrote the workspace (maybe `env > file`): scored by now, it is scrubbed before
+        # it is kept, like every other artifact.
+        scrub_tree(self.root / folder / "workspace", self._redactor.redact_bytes, MAX_KEPT_FILE_BYTES)
         self.write_json(folder / "task.json", rollout.task.to_json())
         self.write_text(folder / "answer.txt", rollout.result.answer)
         if harness or rollout.result.trace:

@@ -69,7 +69,7 @@ def call_cache(cfg: Config, redactor: Redactor, enabled: bool = True) -> CallCac
     return CallCache(root, enabled=enabled and cfg.cache.enabled, redact=redactor.redact_json)
 
 
-def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Roles:
+def build_roles(cfg: Config, cache: CallCache, redactor: Redactor, *, optimizer: bool = True) -> Roles:
     """Both roles, wrapped in the call cache; everything that shapes a reply is in its key."""
     m = cfg.model
     backends = Backends(cfg)
@@ -96,7 +96,12 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Rol
             skill_name=cfg.skill.name,
         )
     agent = CachedAgent(
-        backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
+        backends.agent(),
+        cache,
+        salt=cfg.cache.salt,
+        settings=settings,
+        snapshot_workspace=target.harness,
+        redact_file=redactor.redact_bytes,
     )
     return Roles(optimizer=chat, agent=agent, harness=target.harness)
 
@@ -113,7 +118,7 @@ class Session:
 
 
 def open_session(cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False) -> Session:
-    tracker = make_tracking_observer(cfg, out)  # may refuse (no mlflow): before anything is written
+    tracker = make_tracking_observer(cfg, out, redactor)  # may refuse (no mlflow): before anything is written
     run = RunDir(out, redactor)
     run.create(allow_existing=resume)
     observers: list[Observer] = list(make_observers(out, sys.stdout))

@@ -80,13 +80,17 @@ def canonical_json(obj: Any) -> str:
     )
 
 
+def _digest(text: str) -> str:
+    # surrogatepass: any str has one byte spelling, so no request or entry is ever refused for one
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def request_key(request: dict[str, Any]) -> str:
-    text = canonical_json({"cache_version": CACHE_VERSION, "request": request})
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _digest(canonical_json({"cache_version": CACHE_VERSION, "request": request}))
 
 
 def _checksum(payload: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    return _digest(canonical_json(payload))
 
 
 @dataclass
@@ -170,7 +174,10 @@ class CallCache:
             payload = self._redact(payload)
         try:
             entry = {"version": CACHE_VERSION, "key": key, "sha256": _checksum(payload), "payload": payload}
-            text = canonical_json(entry)
+            # ASCII on disk: every string, even one holding a lone surrogate, round-trips exactly.
+            text = json.dumps(
+                entry, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+            )
         except (TypeError, ValueError):
             return False
         write_text_atomic(self.path_for(key), text, fsync=False)

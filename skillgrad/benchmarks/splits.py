@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from skillgrad.benchmarks.base import SPLITS, Split, Task
 from skillgrad.config import BenchmarkConfig
 from skillgrad.errors import UserError
+from skillgrad.text import clean_json
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
@@ -67,7 +68,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise UserError(f"{where}: not valid JSON ({exc.msg}); fix or remove that line") from None
             if not isinstance(row, dict):
                 raise UserError(f"{where}: expected a JSON object per line, got {type(row).__name__}")
-            yield lineno, row
+            yield lineno, clean_json(row)  # a "\ud800" escape in the data must not reach a writer
     except (OSError, EOFError) as exc:  # gzip errors are OSError subclasses
         raise UserError(f"{path}: cannot read ({exc}); check the file") from None
 

@@ -182,3 +182,47 @@ def test_symlinked_solution_scores_zero_live_and_on_replay(
     assert [s.value for s in scores] == [0.0, 0.0], [s.feedback for s in scores]
     assert "symlink" in scores[0].feedback
     shutil.rmtree(tmp_path / "live")
+
+
+# ------------------------------------------------------------------------ defect 4: sizes first
+
+
+class _Sparse:
+    """An agent that leaves a 3 GB sparse file (`truncate -s 3G`) in its workspace."""
+
+    name = "fake"
+    model = "fake"
+
+    def run(self, task: Task, skill: str, workspace: Path) -> AgentResult:
+        with (workspace / "huge.bin").open("wb") as handle:
+            handle.truncate(3 * 1024**3)
+        return AgentResult(answer="done", workspace=workspace)
+
+
+def test_sparse_file_is_never_read_by_cache_scrub_or_scorer(
+    coding: tuple[AgenticBenchmark, Task, Path], tmp_path: Path
+) -> None:
+    import resource
+    import time
+
+    from skillgrad.redact import Redactor
+    from skillgrad.snapshot import scrub_tree
+
+    bench, task, ws = coding
+    agent = CachedAgent(
+        _Sparse(), CallCache(tmp_path / "cache"), redact_file=Redactor(["x" * 12]).redact_bytes
+    )
+    before_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.monotonic()
+    result = agent.run(task, "skill", ws)
+    assert agent.stats.uncacheable == 1  # too large to snapshot, judged from its size alone
+    (ws / "two_fer.py").unlink()
+    with (ws / "two_fer.py").open("wb") as handle:  # a sparse "solution" is refused by size
+        handle.truncate(3 * 1024**3)
+    score = bench.score(task, result)
+    assert score.value == 0 and "larger than" in score.feedback
+    scrub_tree(ws, Redactor(["x" * 12]).redact_bytes, 8 * 1024 * 1024)
+    assert (ws / "huge.bin").stat().st_size < 200  # emptied with a note, not scanned
+    assert time.monotonic() - start < 10
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before_rss) / 1024
+    assert grown_mb < 200

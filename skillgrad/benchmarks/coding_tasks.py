@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from skillgrad.backends.base import AgentResult
 
 VERDICT_PLUGIN_DIR = Path(__file__).with_name("pytest_judge")  # holds only skillgrad_verdict.py
+MAX_SOLUTION_BYTES = 4 * 1024 * 1024
 
 _QUESTION = (
     "Solve the coding exercise '{slug}'. Edit {solution} in your working directory so that the "
@@ -168,6 +169,8 @@ def _solution_problem(workspace: Path, names: list[str]) -> str | None:
             return f"solution file {name} is a symlink; write the solution into the file itself"
         if not path.is_file():
             return f"solution file(s) missing from the workspace: {name}"
+        if path.stat().st_size > MAX_SOLUTION_BYTES:  # checked before anything reads or copies it
+            return f"solution file {name} is larger than {MAX_SOLUTION_BYTES // 1024 // 1024} MB"
     return None
 
 

@@ -74,6 +74,12 @@ class RunDir:
             workspace.mkdir(parents=True)
         return workspace
 
+    def write_task_index(self, prefix: Path, tasks: list[Task]) -> None:
+        """List the set's task folders before they run: the report shows only these (an agent may
+        plant folders next to its own)."""
+        index = prefix.with_name(f"{prefix.name}.tasks.json")
+        self.write_json(index, [self.task_dir(prefix, t).name for t in tasks])
+
     def write_rollout(self, prefix: Path, rollout: Rollout, *, harness: bool, caps: TraceCaps) -> None:
         folder = self.task_dir(prefix, rollout.task)
         # The agent wrote the workspace (maybe `env > file`): scored by now, it is scrubbed before

@@ -79,6 +79,7 @@ class Trainer:
     # -- stages ---------------------------------------------------------------------------------
     def rollouts(self, tasks: list[Task], skill: str, prefix: Path, stage: str, step: int) -> list[Rollout]:
         self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks))
+        self.run.write_task_index(prefix, tasks)
         done = [0]
 
         def on_done(index: int, rollout: Rollout) -> None:

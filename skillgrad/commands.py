@@ -9,6 +9,7 @@ from pathlib import Path
 from skillgrad.atomic import RunLock
 from skillgrad.budget import estimate
 from skillgrad.config import Config
+from skillgrad.errors import FatalBackendError
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.trainer import Trainer, TrainingFailed
 from skillgrad.resume import check_same_config, load_checkpoint
@@ -54,6 +55,10 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
         trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
         try:
             summary = trainer.train(state)
+        except FatalBackendError as exc:
+            print(f"skillgrad: error: {exc}", file=sys.stderr)
+            print(f"skillgrad: stopped; finished work is kept in {out}", file=sys.stderr)
+            return 2
         except TrainingFailed as exc:
             print(f"skillgrad: training failed: {exc}", file=sys.stderr)
             print(f"skillgrad: finished work is kept in {out}", file=sys.stderr)
@@ -84,6 +89,10 @@ def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use
             results = trainer.rollouts(
                 trainer.benchmark_split(split), skill, Path("rollouts") / split, "eval", 0
             )
+        except FatalBackendError as exc:
+            session.run.write_json("eval.json", {"skill": str(skill_path), "split": split, "error": str(exc)})
+            print(f"skillgrad: error: {exc}", file=sys.stderr)
+            return 2
         finally:
             session.events.close()
     report = {
@@ -98,8 +107,12 @@ def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use
         "usage": session.ledger.to_json(),
     }
     session.run.write_json("eval.json", report)
+    errors = f", {report['errors']} failed to run" if report["errors"] else ""
     print(
         f"{split}: mean score {report['mean_score']:.3f} over {report['n']} tasks "
-        f"({report['passed']} passed); details in {out}"
+        f"({report['passed']} passed{errors}); details in {out}"
     )
+    if results and report["errors"] == len(results):  # a score of 0 that measured nothing
+        print(f"skillgrad: every task failed to run; first error: {results[0].result.error}", file=sys.stderr)
+        return 1
     return 0

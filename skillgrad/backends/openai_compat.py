@@ -19,7 +19,14 @@ from typing import Any
 import openai
 
 from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
-from skillgrad.backends.common import describe_sdk_error, key_availability, one_line
+from skillgrad.backends.common import (
+    describe_sdk_error,
+    fatal_sdk_error,
+    key_availability,
+    key_source,
+    one_line,
+)
+from skillgrad.backends.deadline import DeadlineTransport
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError
@@ -143,6 +150,7 @@ def create_chat(cfg: Config, role: Role) -> OpenAIChat:
         model=m.model_for(role) or DEFAULT_MODEL,
         base_url=m.base_url_for(role),
         api_key=_api_key(cfg, role),
+        key_name=key_source(cfg, role, "OPENAI_API_KEY"),
         temperature=m.temperature,
         max_output_tokens=m.max_output_tokens,
         timeout_s=m.timeout_s,
@@ -166,6 +174,7 @@ class OpenAIChat:
         model: str,
         base_url: str | None = None,
         api_key: str | None = None,
+        key_name: str = "OPENAI_API_KEY",
         temperature: float = 0.0,
         max_output_tokens: int = 1024,
         timeout_s: float = 120.0,
@@ -177,11 +186,14 @@ class OpenAIChat:
         self.max_output_tokens = max_output_tokens
         self.json_retries = json_retries
         self._api_key = api_key
+        self._key_name = key_name
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or PLACEHOLDER_KEY,
             max_retries=max_retries,
             timeout=timeout_s,
+            # timeout_s bounds each attempt's wall-clock time, not only each read (deadline.py)
+            http_client=openai.DefaultHttpxClient(transport=DeadlineTransport(timeout_s)),
         )
         self.base_url = str(self._client.base_url).rstrip("/") or OPENAI_BASE_URL
         # Flipped off for good once the server rejects `response_format` with a 400.
@@ -245,6 +257,10 @@ class OpenAIChat:
         return payload
 
     def _error(self, stage: str, exc: Exception) -> BackendError:
+        where = f"model {self.model!r} at {self.base_url}, stage '{stage}':"
+        fatal = fatal_sdk_error(exc, openai, self.name, where, self._key_name, self._api_key)
+        if fatal is not None:
+            return fatal
         detail = one_line(describe_sdk_error(exc, openai), self._api_key)
         return BackendError(
             f"{self.name}: model {self.model!r} at {self.base_url}, stage '{stage}': {detail}"

@@ -14,6 +14,7 @@ from typing import Any
 from skillgrad.backends.base import Agent, AgentResult
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Score, Task
 from skillgrad.cache import saved_usage
+from skillgrad.errors import FatalBackendError
 
 
 @dataclass
@@ -63,13 +64,20 @@ def run_rollouts(
     """Run every task; `on_done(index, rollout)` persists each as it finishes (crash-safe);
     `before_call` raises BudgetStop when no further paid call may start."""
 
+    refused: list[FatalBackendError] = []  # set by the first refusal: no further task starts
+
     def one(index: int, task: Task) -> Rollout:
+        if refused:
+            raise refused[0]
         before_call()
         workspace = workspace_for(task)
         if isinstance(benchmark, AgenticBenchmark):
             benchmark.prepare(task, workspace)
         try:
             result = agent.run(task, skill, workspace)
+        except FatalBackendError as exc:
+            refused.append(exc)
+            raise  # refused key / no credit: every task would fail, the run stops (errors.py)
         except (
             Exception
         ) as exc:  # Agent contract says never raise; a buggy backend still must not kill the run
@@ -82,4 +90,8 @@ def run_rollouts(
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         futures = [pool.submit(one, i, t) for i, t in enumerate(tasks)]
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except FatalBackendError:
+            pool.shutdown(wait=True, cancel_futures=True)  # tasks not started yet never start
+            raise

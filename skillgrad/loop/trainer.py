@@ -16,7 +16,7 @@ from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Task
 from skillgrad.budget import Ledger
 from skillgrad.cache import saved_usage
 from skillgrad.config import Config
-from skillgrad.errors import BackendError, StructuredOutputError
+from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
 from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import GATES
@@ -131,6 +131,9 @@ class Trainer:
                 patch, reply, messages = reflect(
                     optimizer, inputs, index, self.cfg.model.effort_for("optimizer")
                 )
+            except FatalBackendError:
+                self.accounting.release()
+                raise
             except (StructuredOutputError, BackendError) as exc:
                 self.accounting.release()
                 self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
@@ -311,7 +314,7 @@ class Trainer:
         except BudgetStop as stop:
             stopped, test = "budget", None
             self.events.emit("message", text=f"budget reached: {stop}; keeping the best skill so far")
-        except TrainingFailed as failure:
+        except (TrainingFailed, FatalBackendError) as failure:
             # Keep a truthful summary of the finished work before reporting the failure.
             self.summary(state or TrainState(), "error", None, error=str(failure))
             raise

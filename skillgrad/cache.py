@@ -11,7 +11,8 @@ Value: one JSON file per key under `root/ab/cd/<key>.json` holding the key, a sh
 canonical payload, and the payload. An entry that is unreadable, truncated, for another key or
 whose checksum does not match is ignored (a miss) and removed; it never raises.
 
-Usage of cache hits (the counting contract, see also `skillgrad.budget`):
+Usage of cache hits (the counting contract, see also `skillgrad.budget`; `on_paid` reports each
+call that did reach the model the moment it returns, for the run's `PaidJournal`):
 - A hit returns `CachedReply` / `CachedAgentResult` (subclasses of `Reply` / `AgentResult`) whose
   `usage` is ZERO (nothing was paid) and whose `saved` is the stored usage of the original call.
   Code that sums `usage` therefore counts exactly the paid calls; `saved_usage(obj)` reads `saved`.
@@ -261,9 +262,11 @@ class CachedChatModel:
         sampling: dict[str, Any],
         salt: str = "",
         stats: CacheStats | None = None,
+        on_paid: Callable[[str, Usage], None] | None = None,
     ) -> None:
         self.inner = inner
         self.cache = cache
+        self.on_paid = on_paid  # (stage, usage) of each call that reached the model, as it returns
         self.sampling = dict(sampling)
         self.salt = salt
         self.stats = stats or CacheStats()
@@ -305,18 +308,30 @@ class CachedChatModel:
         key = self._key(messages, schema, effort) if self.cache.enabled else None
         if key is None:
             self.stats.bypass(self.cache.enabled)
-            return self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
+            return self._paid(stage, self._ask(messages, schema, effort, stage))
         with self.cache.claim(key):
             hit = _reply_from(self.cache.get(key))
             if hit is not None:
                 self.stats.hit(hit.saved)
                 return hit
-            reply = self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
+            reply = self._paid(
+                stage, self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
+            )
             payload = {"text": reply.text, "data": reply.data, "usage": reply.usage.to_json()}
             if not self.cache.put(key, payload):
                 self.stats.skip()
             self.stats.miss()
             return reply
+
+    def _ask(
+        self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
+    ) -> Reply:
+        return self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
+
+    def _paid(self, stage: str, reply: Reply) -> Reply:
+        if self.on_paid is not None:
+            self.on_paid(stage, reply.usage)
+        return reply
 
 
 def _reply_from(payload: dict[str, Any] | None) -> CachedReply | None:
@@ -352,9 +367,11 @@ class CachedAgent:
         max_workspace_bytes: int = DEFAULT_MAX_WORKSPACE_BYTES,
         redact_file: Callable[[bytes], bytes] | None = None,
         stats: CacheStats | None = None,
+        on_paid: Callable[[Usage], None] | None = None,
     ) -> None:
         self.inner = inner
         self.redact_file = redact_file
+        self.on_paid = on_paid  # usage of each run that reached the agent, as it returns
         self.cache = cache
         self.salt = salt
         self.settings = dict(settings or {})
@@ -391,16 +408,21 @@ class CachedAgent:
         key = self._key(task, skill, workspace) if self.cache.enabled else None
         if key is None:
             self.stats.bypass(self.cache.enabled)
-            return self.inner.run(task, skill, workspace)
+            return self._paid(self.inner.run(task, skill, workspace))
         with self.cache.claim(key):
             hit = self._lookup(key, workspace)
             if hit is not None:
                 return hit
-            result = self.inner.run(task, skill, workspace)
+            result = self._paid(self.inner.run(task, skill, workspace))
             self.stats.miss()
             if not result.is_error and not self._store(key, result, workspace):
                 self.stats.skip()
             return result
+
+    def _paid(self, result: AgentResult) -> AgentResult:
+        if self.on_paid is not None:
+            self.on_paid(result.usage)
+        return result
 
     def _store(self, key: str, result: AgentResult, workspace: Path) -> bool:
         files = None

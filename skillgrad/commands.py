@@ -7,13 +7,14 @@ import sys
 from pathlib import Path
 
 from skillgrad.atomic import RunLock
-from skillgrad.budget import estimate
+from skillgrad.budget import PaidJournal, estimate
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.trainer import Trainer, TrainingFailed
 from skillgrad.resume import check_same_config, load_checkpoint
 from skillgrad.wiring import (
+    PAID_JOURNAL,
     build_roles,
     call_cache,
     checked_benchmark,
@@ -42,15 +43,16 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
     skill = initial_skill(cfg)
     benchmark = checked_benchmark(cfg, _splits(cfg))
     redactor = redactor_for(cfg)
-    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), redactor)
     out = out or default_out(cfg, "train")
+    journal = PaidJournal(out / PAID_JOURNAL)
+    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), redactor, journal=journal)
     if resume:
         check_same_config(out, cfg)
-    session = open_session(cfg, out, redactor, resume=resume)
+    session = open_session(cfg, out, redactor, resume=resume, journal=journal)
     with RunLock(out / ".lock"):
         state = None
         if resume:
-            state, session.ledger = load_checkpoint(out, cfg)
+            state, session.ledger = load_checkpoint(out, cfg, journal)
         session.run.write_json("config.json", cfg.portable().to_json())
         trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
         try:

@@ -73,6 +73,11 @@ _HEADER_PATTERNS = (
 _WRAP = r"(?:\r?\n)?"  # base64 tools wrap lines (76 columns by default)
 
 
+def is_credential_env(name: str) -> bool:
+    """An environment variable NAME that holds a credential by convention."""
+    return name.upper() in KNOWN_CREDENTIAL_ENV or bool(_CREDENTIAL_ENV_NAME.search(name))
+
+
 def _is_secret_key(name: str) -> bool:
     lowered = name.lower()
     return any(word in lowered for word in SECRET_KEY_WORDS)
@@ -179,7 +184,7 @@ class Redactor:
         found: list[str] = []
         _walk_config(cfg, "", found)
         for name, value in environ.items():
-            if name.upper() in KNOWN_CREDENTIAL_ENV or _CREDENTIAL_ENV_NAME.search(name):
+            if is_credential_env(name):
                 found.append(value)
             found.extend(url_credentials(value))  # HTTPS_PROXY=http://user:pass@proxy, DATABASE_URL
         return cls(found)

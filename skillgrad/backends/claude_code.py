@@ -38,6 +38,7 @@ import yaml
 
 from skillgrad.backends.base import AgentResult, Effort, Message, Reply, Role, Usage
 from skillgrad.backends.common import fatal_error, is_fatal_status, key_source
+from skillgrad.backends.containment import ContainedCli
 from skillgrad.backends.structured import complete_structured
 from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config
@@ -261,9 +262,15 @@ class ClaudeCodeAgent:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.model = cfg.model.model_for("target") or DEFAULT_MODEL
+        cli = find_cli(cfg)
+        # Every process the agent starts ends with its task; it sees no other process (containment.py).
+        self.launcher = ContainedCli(cli, os.environ) if cli else None
 
     def options(self, workspace: Path, stderr: deque[str]) -> sdk.ClaudeAgentOptions:
         m = self.cfg.model
+        common = _common_options(self.cfg, "target", stderr)
+        if self.launcher is not None:
+            common["cli_path"] = self.launcher.path
         return sdk.ClaudeAgentOptions(
             cwd=str(workspace),
             system_prompt={"type": "preset", "preset": "claude_code"},  # the real Claude Code prompt
@@ -274,7 +281,7 @@ class ClaudeCodeAgent:
             skills=[self.cfg.skill.name],
             max_turns=m.claude_code_max_turns,
             effort=m.effort_for("target"),
-            **_common_options(self.cfg, "target", stderr),
+            **common,
         )
 
     def run(self, task: Task, skill: str, workspace: Path) -> AgentResult:

@@ -168,7 +168,7 @@ class CallCache:
         return result
 
     def put(self, key: str, payload: dict[str, Any]) -> bool:
-        """Store `payload`; False (nothing written) if it cannot be spelled as JSON."""
+        """Store `payload`; False (nothing stored) if it cannot be spelled as JSON or written."""
         if not self.enabled:
             return False
         if self._redact is not None:
@@ -181,7 +181,10 @@ class CallCache:
             )
         except (TypeError, ValueError):
             return False
-        write_text_atomic(self.path_for(key), text, fsync=False)
+        try:
+            write_text_atomic(self.path_for(key), text, fsync=False)
+        except OSError:  # a full disk loses this entry, never the paid result it would hold
+            return False
         return True
 
 

@@ -26,6 +26,12 @@ from skillgrad.wiring import (
 )
 
 
+def disk_error(exc: OSError) -> str:
+    """One line for a failed write: what, where, and the system's reason."""
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or type(exc).__name__}{where}"
+
+
 def _splits(cfg: Config) -> tuple[str, ...]:
     return ("train", "val", "test") if cfg.benchmark.test_size > 0 else ("train", "val")
 
@@ -52,6 +58,7 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
     with RunLock(out / ".lock"):
         state = None
         if resume:
+            session.run.remove_stale_temp_files()  # left by a SIGKILL; the lock is ours now
             state, session.ledger = load_checkpoint(out, cfg, journal)
         session.run.write_json("config.json", cfg.portable().to_json())
         trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
@@ -64,6 +71,12 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
         except TrainingFailed as exc:
             print(f"skillgrad: training failed: {exc}", file=sys.stderr)
             print(f"skillgrad: finished work is kept in {out}", file=sys.stderr)
+            return 1
+        except OSError as exc:  # a full disk, a read-only folder: finished work stays resumable
+            print(f"skillgrad: training failed: {disk_error(exc)}", file=sys.stderr)
+            print(
+                f"skillgrad: finished work is kept in {out}; fix that, then --resume {out}", file=sys.stderr
+            )
             return 1
         finally:
             session.events.close()

@@ -186,10 +186,17 @@ def make_tracking_observer(cfg: Config, out_dir: Path, redactor: Redactor | None
     uri = tracking_uri(cfg)
     try:
         client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # the store is opened lazily: refuse it now, not mid-run
     except Exception as exc:  # MLflow raises its own MlflowException for unusable stores
-        detail = " ".join(str(exc).split())
+        detail = " ".join(str(exc).split())[:300]
+        hint = (
+            "; MLflow 3 opens a plain folder (file store) only with MLFLOW_ALLOW_FILE_STORE=true, "
+            "or use a database: tracking.mlflow_uri=sqlite:///mlflow.db"
+            if (uri or "").startswith("file:") or uri is None
+            else ""
+        )
         raise UserError(
-            redactor.redact(f"tracking.mlflow_uri {uri!r}: MLflow cannot use this store: {detail}")
+            redactor.redact(f"tracking.mlflow_uri {uri!r}: MLflow cannot use this store: {detail}{hint}")
         ) from None
     # Params leave the run folder for a tracking server: they pass the run's redaction too.
     return MlflowObserver(client, redactor.redact_json(flatten(cfg.to_json())), Path(out_dir))

@@ -52,6 +52,7 @@ BACKEND = "claude_code_exec"
 DEFAULT_MODEL = "claude-code-default"  # shown when the CLI picks its own default model
 SKILL_DESCRIPTION = "Conventions and procedures for the tasks in this workspace. Use it for every task."
 _STDERR_LINES = 20
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _TRANSIENT_STATUS = re.compile(r"\b(429|5\d\d)\b")
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
 
@@ -129,6 +130,8 @@ def _common_options(cfg: Config, role: Role, stderr: deque[str]) -> dict[str, An
         "cli_path": str(cfg.resolve_path(configured)) if configured else None,
         "extra_args": {"no-session-persistence": None},
         "stderr": stderr.append,
+        # The SDK's default (1 MB per JSON line) fails a long reply or tool result mid-session.
+        "max_buffer_size": MAX_MESSAGE_BYTES,
     }
 
 

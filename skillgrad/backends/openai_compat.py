@@ -126,8 +126,13 @@ def parse_completion(payload: dict[str, Any], model: str) -> tuple[str, Usage]:
 
 
 def is_response_format_rejection(exc: Exception, request: dict[str, Any]) -> bool:
-    """A 400 to a request that carried `response_format`: the server likely lacks the feature."""
-    return isinstance(exc, openai.BadRequestError) and "response_format" in request
+    """A 400 that blames `response_format` (the server lacks the feature), to a request that
+    carried it. Any other 400 (a context too long, say) says nothing about the feature."""
+    if not isinstance(exc, openai.BadRequestError) or "response_format" not in request:
+        return False
+    body = exc.body if isinstance(exc.body, dict) else {}
+    blamed = f"{exc.message} {body.get('param') or ''} {exc.body}".lower()
+    return any(word in blamed for word in ("response_format", "json_schema", "structured output"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -106,7 +106,10 @@ def answers_field(row: dict[str, Any], where: str, key: str = "answers") -> tupl
         value = [value]
     if not isinstance(value, list) or not value or not all(isinstance(v, str | int | float) for v in value):
         raise UserError(f"{where}: field '{key}' must be a non-empty list of strings")
-    return tuple(str(v) for v in value)
+    answers = tuple(str(v) for v in value)
+    if any(not a.strip() for a in answers):  # an empty answer would match an empty reply
+        raise UserError(f"{where}: field '{key}' holds an empty answer; remove it or fill it in")
+    return answers
 
 
 def row_id(row: dict[str, Any], where: str, default: str) -> str:

@@ -3,6 +3,7 @@ effect goes through RunDir (disk), Events (progress) and the usage ledger (budge
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import threading
@@ -314,9 +315,11 @@ class Trainer:
         except BudgetStop as stop:
             stopped, test = "budget", None
             self.events.emit("message", text=f"budget reached: {stop}; keeping the best skill so far")
-        except (TrainingFailed, FatalBackendError) as failure:
-            # Keep a truthful summary of the finished work before reporting the failure.
-            self.summary(state or TrainState(), "error", None, error=str(failure))
+        except (TrainingFailed, FatalBackendError, OSError) as failure:
+            # Keep a truthful summary of the finished work before reporting the failure (unless
+            # the failure is a full disk that refuses the summary too).
+            with contextlib.suppress(OSError):
+                self.summary(state or TrainState(), "error", None, error=str(failure))
             raise
         state = state or TrainState()
         summary = self.summary(state, stopped, test)

@@ -140,3 +140,32 @@ def test_agent_processes_end_with_the_task_and_see_nothing_of_the_trainer(tmp_pa
     while processes_with(orphan) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert processes_with(orphan) == []
+
+
+@pytest.mark.slow
+def test_a_claude_code_reply_over_a_megabyte_is_kept_whole(tmp_path: Path) -> None:
+    """Issue 12, defect 12: the SDK's 1 MB line buffer no longer fails a long reply."""
+    big = "word " * 300_000  # 1.5 MB of text in one assistant message
+    data = tmp_path / "items.jsonl"
+    data.write_text(json.dumps({"id": "q1", "question": "Say a lot.", "answers": ["word"]}) + "\n")
+    skill = tmp_path / "skill.md"
+    skill.write_text("Answer.\n", encoding="utf-8")
+    with FakeAnthropic(lambda req: text(big)) as api:
+        lines = [
+            "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 0", "  val_size: 1",
+            "  test_size: 0", "model:", "  target_backend: claude_code_exec",
+            "  optimizer_backend: claude_code_exec", f"  base_url: {api.base_url}",
+            f"  api_key: {FAKE_KEY}", "  target_model: claude-sonnet-4-5", "  claude_code_timeout_s: 120",
+            "cache:", "  enabled: false",
+        ]  # fmt: skip
+        config = tmp_path / "config.yaml"
+        config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        out = tmp_path / "eval"
+        cmd = [sys.executable, "-m", "skillgrad.cli", "eval", "--config", str(config), "--skill", str(skill)]
+        proc = subprocess.run(
+            [*cmd, "--split", "val", "--out", str(out)], capture_output=True, text=True, timeout=240
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Event loop is closed" not in proc.stderr
+    answer = (out / "rollouts" / "val" / "q1" / "answer.txt").read_text(encoding="utf-8")
+    assert len(answer) > 1_400_000

@@ -22,6 +22,7 @@ Environment variables reach the CLI only through `ClaudeAgentOptions.env`; os.en
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -160,17 +161,22 @@ async def _collect(
 ) -> None:
     """Run one CLI session, appending every message as it arrives (kept even on timeout)."""
     refused: _Refused | None = None
-    with anyio.fail_after(timeout_s):
-        stream = sdk.query(prompt=prompt, options=options)
-        async for msg in stream:
-            event = sdk_message_to_event(msg)
-            events.append(event)
-            refused = refused_credentials(event)
-            if refused is not None:
-                break
+    stream = sdk.query(prompt=prompt, options=options)
+    try:
+        with anyio.fail_after(timeout_s):
+            async for msg in stream:
+                event = sdk_message_to_event(msg)
+                events.append(event)
+                refused = refused_credentials(event)
+                if refused is not None:
+                    break
+    finally:
+        # Close in this task, whatever ended the loop: the SDK ends the CLI process here, instead
+        # of a garbage-collected generator doing it after the event loop is gone.
         close = getattr(stream, "aclose", None)  # typed as an iterator; it is an async generator
         if close is not None:
-            await close()  # in this task: the SDK ends the CLI process here
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await close()
     if refused is not None:
         raise refused
 

@@ -16,7 +16,7 @@ from typing import Any
 from skillgrad.backends.registry import Backends, spec_for
 from skillgrad.benchmarks.base import SPLITS, Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
-from skillgrad.budget import Ledger
+from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
 from skillgrad.config import Config
 from skillgrad.errors import UserError
@@ -56,6 +56,7 @@ def checked_benchmark(cfg: Config, splits: tuple[str, ...]) -> Benchmark:
 
 
 DEFAULT_CACHE_DIR = Path("~/.cache/skillgrad/calls")
+PAID_JOURNAL = "paid.jsonl"
 
 
 def redactor_for(cfg: Config) -> Redactor:
@@ -69,8 +70,17 @@ def call_cache(cfg: Config, redactor: Redactor, enabled: bool = True) -> CallCac
     return CallCache(root, enabled=enabled and cfg.cache.enabled, redact=redactor.redact_json)
 
 
-def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge: bool = False) -> Roles:
-    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. A
+def build_roles(
+    cfg: Config,
+    cache: CallCache,
+    redactor: Redactor,
+    *,
+    optimizer: bool = True,
+    judge: bool = False,
+    journal: PaidJournal | None = None,
+) -> Roles:
+    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. Each
+    paid call goes to `journal` as it returns (usage across crashes, see skillgrad.budget). A
     judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way."""
     m = cfg.model
     backends = Backends(cfg)
@@ -83,6 +93,7 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge:
             cache,
             salt=cfg.cache.salt,
             sampling={**sampling, "base_url": m.base_url_for("optimizer")},
+            on_paid=(lambda stage, usage: journal.add("optimizer", stage, usage)) if journal else None,
         )
     settings: dict[str, Any] = {
         **sampling,
@@ -92,7 +103,13 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge:
     if target.harness:
         settings.update(target.load().cache_settings(cfg))
     agent = CachedAgent(
-        backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
+        backends.agent(),
+        cache,
+        salt=cfg.cache.salt,
+        settings=settings,
+        snapshot_workspace=target.harness,
+        redact_file=redactor.redact_bytes,
+        on_paid=(lambda usage: journal.add("target", None, usage)) if journal else None,
     )
     return Roles(
         optimizer=chat if optimizer else None,
@@ -115,11 +132,13 @@ class Session:
     ledger: Ledger
 
 
-def open_session(cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False) -> Session:
-    tracker = make_tracking_observer(cfg, out)  # may refuse (no mlflow): before anything is written
+def open_session(
+    cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False, journal: PaidJournal | None = None
+) -> Session:
+    tracker = make_tracking_observer(cfg, out, redactor)  # may refuse (no mlflow): before anything is written
     run = RunDir(out, redactor)
     run.create(allow_existing=resume)
     observers: list[Observer] = list(make_observers(out, sys.stdout))
     if tracker is not None:
         observers.append(tracker)
-    return Session(run, Events(observers), Ledger(cfg.budget))
+    return Session(run, Events(observers), Ledger(cfg.budget, journal))

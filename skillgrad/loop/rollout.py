@@ -16,6 +16,7 @@ from typing import Any
 from skillgrad.backends.base import Agent, AgentResult
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Score, Task
 from skillgrad.cache import saved_usage
+from skillgrad.errors import FatalBackendError
 
 
 @dataclass
@@ -68,7 +69,11 @@ def run_rollouts(
     raises BudgetStop when no further paid call may start. `slots`, shared by stages that run
     side by side, bounds their calls in flight together."""
 
+    refused: list[FatalBackendError] = []  # set by the first refusal: no further task starts
+
     def one(index: int, task: Task) -> Rollout:
+        if refused:
+            raise refused[0]
         with slots if slots is not None else contextlib.nullcontext():
             before_call()
             workspace = workspace_for(index, task)
@@ -76,6 +81,9 @@ def run_rollouts(
                 benchmark.prepare(task, workspace)
             try:
                 result = agent_for(index).run(task, skill, workspace)
+            except FatalBackendError as exc:
+                refused.append(exc)
+                raise  # refused key / no credit: every task would fail, the run stops (errors.py)
             except Exception as exc:  # Agent must not raise; a buggy backend still must not kill the run
                 result = AgentResult(answer="", is_error=True, error=f"{type(exc).__name__}: {exc}")
         if result.workspace is None:
@@ -86,4 +94,8 @@ def run_rollouts(
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         futures = [pool.submit(one, i, t) for i, t in enumerate(tasks)]
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except FatalBackendError:
+            pool.shutdown(wait=True, cancel_futures=True)  # tasks not started yet never start
+            raise

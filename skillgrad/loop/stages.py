@@ -15,7 +15,7 @@ from skillgrad.backends.base import Agent, ChatModel
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark, Task
 from skillgrad.cache import CachedAgent, saved_usage
 from skillgrad.config import Config
-from skillgrad.errors import BackendError, StructuredOutputError
+from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
 from skillgrad.loop.accounting import Accounting, MeteredChatModel
 from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
@@ -95,6 +95,8 @@ class Stages:
         if fresh and not callable(prefix):
             shutil.rmtree(self.run.path(str(prefix)), ignore_errors=True)
         self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks))
+        for folder in dict.fromkeys(folder_of(i) for i in range(len(tasks))):
+            self.run.write_task_index(folder, [t for i, t in enumerate(tasks) if folder_of(i) == folder])
         done = [0]
 
         def on_done(index: int, rollout: Rollout) -> None:
@@ -163,6 +165,9 @@ class Stages:
                     patch, reply, messages = reflect(
                         optimizer, inputs, index, self.cfg.model.effort_for("optimizer")
                     )
+                except FatalBackendError:
+                    self.accounting.release()
+                    raise
                 except (StructuredOutputError, BackendError) as exc:
                     self.accounting.release()
                     self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})

@@ -10,6 +10,7 @@ and skills are exactly those of `train.overlap: false`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import random
@@ -20,6 +21,7 @@ from typing import Any
 from skillgrad.benchmarks.base import Benchmark, Task
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
+from skillgrad.errors import FatalBackendError
 from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.events import Events
@@ -289,9 +291,11 @@ class Trainer:
         except BudgetStop as stop:
             stopped, reason, test = "budget", str(stop), None
             self.events.emit("message", text=f"budget reached: {stop}; keeping the best skill so far")
-        except TrainingFailed as failure:
-            # Keep a truthful summary of the finished work before reporting the failure.
-            self.summary(state or TrainState(), "error", None, error=str(failure))
+        except (TrainingFailed, FatalBackendError, OSError) as failure:
+            # Keep a truthful summary of the finished work before reporting the failure (unless
+            # the failure is a full disk that refuses the summary too).
+            with contextlib.suppress(OSError):
+                self.summary(state or TrainState(), "error", None, error=str(failure))
             raise
         state = state or TrainState()
         summary = self.summary(state, stopped, test, reason=reason)

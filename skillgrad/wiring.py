@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgrad.backends.base import ChatModel
 from skillgrad.backends.registry import Backends, spec_for
 from skillgrad.benchmarks.base import SPLITS, Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
@@ -69,13 +70,30 @@ def call_cache(cfg: Config, redactor: Redactor, enabled: bool = True) -> CallCac
     return CallCache(root, enabled=enabled and cfg.cache.enabled, redact=redactor.redact_json)
 
 
+def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) -> list[ChatModel]:
+    """The optimizer at optimizer.proposal_temperature, once per extra proposal of a minibatch;
+    each has its own cache salt, so the samples are cached apart instead of answering as one."""
+    extra = cfg.optimizer.proposals_per_minibatch - 1
+    if extra < 1:
+        return []
+    m, hot = cfg.model, cfg.optimizer.proposal_temperature
+    inner = backends.chat("optimizer", temperature=hot)
+    sampling = {
+        "temperature": hot,
+        "max_output_tokens": m.max_output_tokens,
+        "base_url": m.base_url_for("optimizer"),
+    }
+    salts = [f"{cfg.cache.salt}|proposal {k}" for k in range(1, extra + 1)]
+    return [CachedChatModel(inner, chat.cache, salt=s, sampling=sampling, stats=chat.stats) for s in salts]
+
+
 def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Roles:
     """Both roles, wrapped in the call cache; everything that shapes a reply is in its key."""
     m = cfg.model
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
     sampling = {"temperature": m.temperature, "max_output_tokens": m.max_output_tokens}
-    chat = None
+    chat, samplers = None, []
     if optimizer:
         chat = CachedChatModel(
             backends.chat("optimizer"),
@@ -83,6 +101,7 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Rol
             salt=cfg.cache.salt,
             sampling={**sampling, "base_url": m.base_url_for("optimizer")},
         )
+        samplers = proposal_samplers(cfg, backends, chat)
     settings: dict[str, Any] = {
         **sampling,
         "base_url": m.base_url_for("target"),
@@ -98,7 +117,7 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Rol
     agent = CachedAgent(
         backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
     )
-    return Roles(optimizer=chat, agent=agent, harness=target.harness)
+    return Roles(optimizer=chat, agent=agent, harness=target.harness, samplers=samplers)
 
 
 def default_out(cfg: Config, kind: str) -> Path:

@@ -7,7 +7,7 @@ import math
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +18,14 @@ from skillgrad.cache import saved_usage
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError
 from skillgrad.loop.accounting import Accounting, BudgetStop
+from skillgrad.loop.echo import PromptEcho
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import GATES
 from skillgrad.loop.merge import MERGERS, Patch
-from skillgrad.loop.reflect import AnalystInputs, reflect, reflection_record
+from skillgrad.loop.reflect import AnalystInputs, reflection_record
+from skillgrad.loop.rewrite import ANALYSTS
 from skillgrad.loop.rollout import Rollout, mean_score, run_rollouts
-from skillgrad.loop.select import RANKERS, SCHEDULES, clip
+from skillgrad.loop.select import RANKERS, SCHEDULES, select_valid
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.runs import RunDir
 from skillgrad.skill import EditOutcome, SkillDoc
@@ -39,6 +41,7 @@ class Roles:
     optimizer: ChatModel | None
     agent: Agent
     harness: bool  # the target is an agent harness: traces are written per rollout
+    samplers: list[ChatModel] = field(default_factory=list)  # the optimizer for extra proposals
 
 
 class Trainer:
@@ -64,6 +67,8 @@ class Trainer:
         self.merger = MERGERS[cfg.optimizer.merge]()
         self.ranker = RANKERS[cfg.optimizer.rank]()
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
+        self.analyst = ANALYSTS[cfg.optimizer.edit_mode]
+        self.echo = PromptEcho.of_templates()
         # Passed explicitly from the config: the analyst sees Claude Code's trace steps only when asked.
         self.include_traces = (
             roles.harness
@@ -116,25 +121,28 @@ class Trainer:
         size = self.cfg.train.minibatch_size
         minibatches = [rollouts[i : i + size] for i in range(0, len(rollouts), size)]
         # Minibatches where every task passed carry no signal for a fix: skip their cost.
-        work = [(i, mb) for i, mb in enumerate(minibatches) if any(not r.score.passed for r in mb)]
+        failing = [(i, mb) for i, mb in enumerate(minibatches) if any(not r.score.passed for r in mb)]
+        chats = [optimizer, *self.roles.samplers][: self.cfg.optimizer.proposals_per_minibatch]
+        work = [(i, mb, k) for i, mb in failing for k in range(len(chats))]
         self.events.emit("stage_start", stage="reflect", step=step, epoch=self.epoch, total=len(work))
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
 
-        def one(index: int, minibatch: list[Rollout]) -> Patch | Exception:
+        def one(index: int, minibatch: list[Rollout], proposal: int) -> Patch | Exception:
             self.accounting.reserve()
             inputs = AnalystInputs(
                 state.current_text,
                 minibatch,
                 rejected,
-                lr,
+                max(lr, self.cfg.optimizer.max_proposed_edits),
                 self.include_traces,
                 self.caps,
                 self.cfg.trace.prompt_chars,
             )
-            record_path = self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json"
+            name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "")
+            record_path = self.run.step_dir(step) / "reflections" / f"{name}.json"
             try:
-                patch, reply, messages = reflect(
-                    optimizer, inputs, index, self.cfg.model.effort_for("optimizer")
+                patch, reply, messages = self.analyst(
+                    chats[proposal], inputs, index, self.cfg.model.effort_for("optimizer"), proposal
                 )
             except (StructuredOutputError, BackendError) as exc:
                 self.accounting.release()
@@ -163,19 +171,30 @@ class Trainer:
         train = self.rollouts(batch, state.current_text, folder / "rollouts" / "train", "rollout", step)
         patches = self.reflect(step, state, train, lr)
         ranked = self.ranker.rank(self.merger.merge(patches))
-        selected, dropped = clip(ranked, lr)
+        chosen = select_valid(
+            ranked,
+            state.current_text,
+            lr,
+            rejected=state.rejected_edits,
+            copied=self.echo,
+            max_chars=self.cfg.optimizer.max_skill_chars,
+        )
         self.run.write_json(
             folder / "merged_patch.json",
             {
                 "step": step,
                 "learning_rate": lr,
                 "proposed": sum(len(p.edits) for p in patches),
-                "selected": [m.to_json() for m in selected],
-                "dropped": [m.to_json() for m in dropped],
+                "merged": len(ranked),
+                "dropped_counts": chosen.counts(),
+                "selected": [m.to_json() for m in chosen.selected],
+                "dropped": [d.to_json() for d in chosen.dropped],
             },
         )
         current = SkillDoc(state.current_text)
-        candidate, outcomes = current.apply([m.edit for m in selected], self.cfg.optimizer.max_skill_chars)
+        candidate, outcomes = current.apply(
+            [m.edit for m in chosen.selected], self.cfg.optimizer.max_skill_chars
+        )
         self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
         self.run.write_text(folder / "candidate_skill.md", candidate.text)
         record = self._validate_and_gate(state, step, candidate, outcomes)
@@ -186,6 +205,7 @@ class Trainer:
                 "epoch": epoch,
                 "learning_rate": lr,
                 "train_score": mean_score(train),
+                "dropped": chosen.counts(),
                 **record,
                 "usage": self.accounting.step_usage(),
             }

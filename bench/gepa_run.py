@@ -18,8 +18,8 @@ import argparse
 import json
 import threading
 import time
-from importlib.metadata import version
 from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 

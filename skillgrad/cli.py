@@ -1,4 +1,4 @@
-"""The `skillgrad` command: train, eval, config, trace, report, backends, models.
+"""The `skillgrad` command: train, eval, config, trace, report, backends, models, harvest, propose, adopt.
 
 User mistakes (UserError) become one line on stderr and exit code 2, never a traceback.
 """
@@ -38,6 +38,21 @@ def _role_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def _benchmark_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--benchmark", metavar="NAME", help="shorthand for --set benchmark.name=NAME")
+    parser.add_argument(
+        "--data", metavar="FILE", help="shorthand for --set benchmark.data=FILE (relative to this folder)"
+    )
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
+    """--set items, after them the --benchmark / --data shorthands (so those win)."""
+    extra = [f"benchmark.name={args.benchmark}"] if getattr(args, "benchmark", None) else []
+    if getattr(args, "data", None):
+        extra.append(f"benchmark.data={Path(args.data).expanduser().resolve()}")
+    return [*args.overrides, *extra]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillgrad", description="Train an agent's SKILL.md from scored runs."
@@ -47,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
 
     train = sub.add_parser("train", help="train a skill against a benchmark")
     _role_flags(train)
+    _benchmark_flags(train)
     train.add_argument("--out", help="run folder (default: runs/<time>-train-<benchmark>)")
     train.add_argument("--resume", metavar="OUT", help="continue an interrupted run folder")
     train.add_argument(
@@ -58,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="score one skill on a split")
     _role_flags(ev)
+    _benchmark_flags(ev)
     ev.add_argument("--skill", required=True, help="the skill markdown file to score")
     ev.add_argument("--split", default="test", help="train | val | test (default: test)")
     ev.add_argument("--out", help="output folder (default: runs/<time>-eval-<benchmark>)")
@@ -65,10 +82,13 @@ def _parser() -> argparse.ArgumentParser:
 
     cfg = sub.add_parser("config", help="print the resolved config as JSON (secrets redacted)")
     _role_flags(cfg)
+    _benchmark_flags(cfg)
 
-    trace = sub.add_parser("trace", help="print a Claude Code session as the optimizer sees it")
+    trace = sub.add_parser("trace", help="print a Claude Code or Codex session as the optimizer sees it")
     trace.add_argument(
-        "file", help="stream-json output, a skillgrad transcript.jsonl, or a ~/.claude/projects session"
+        "file",
+        help="Claude Code stream-json output, a skillgrad transcript.jsonl, a ~/.claude/projects session, "
+        "or codex exec --json output",
     )
     trace.add_argument(
         "subagents",
@@ -81,6 +101,30 @@ def _parser() -> argparse.ArgumentParser:
     shown.add_argument("--full", action="store_true", help="every step, uncapped")
     shown.add_argument("--json", action="store_true", help="the steps as JSON lines")
     _role_flags(trace)
+
+    harvest = sub.add_parser("harvest", help="mine your Claude Code sessions into a task set (tasks.jsonl)")
+    harvest.add_argument(
+        "--from",
+        dest="source",
+        help="~/.claude/projects/<project> or a session file (default: this folder's project)",
+    )
+    harvest.add_argument("--since", metavar="YYYY-MM-DD", help="only sessions modified on or after this day")
+    harvest.add_argument("--out", required=True, help="the task set to write (JSONL)")
+
+    propose = sub.add_parser("propose", help="stage a trained skill as a proposal against the installed one")
+    propose.add_argument("run", help="the run folder of `skillgrad train`")
+    propose.add_argument(
+        "--skill",
+        help="the installed SKILL.md (default: .claude/skills/<name>/SKILL.md "
+        "of this project, else of ~/.claude)",
+    )
+
+    adopt = sub.add_parser("adopt", help="install a proposal (keeps the previous skill for --undo)")
+    adopt.add_argument("run", help="the run folder whose proposal to install")
+    adopt.add_argument("--undo", action="store_true", help="put the previous skill back")
+    adopt.add_argument(
+        "--allow-regressions", action="store_true", help="install even if a passing task breaks"
+    )
 
     report = sub.add_parser("report", help="write a self-contained HTML report of one run (or compare two)")
     report.add_argument("runs", nargs="+", help="run folder(s)")
@@ -99,7 +143,7 @@ def _parser() -> argparse.ArgumentParser:
 def _load(args: argparse.Namespace) -> Config:
     return load_config(
         args.config,
-        args.overrides,
+        _overrides(args),
         backend=args.backend,
         optimizer_backend=args.optimizer_backend,
         target_backend=args.target_backend,
@@ -120,7 +164,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume and not args.config:
         cfg = stored_config(
             Path(args.resume),
-            args.overrides,
+            _overrides(args),
             backend=args.backend,
             optimizer_backend=args.optimizer_backend,
             target_backend=args.target_backend,
@@ -141,19 +185,64 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from skillgrad.traces.claude import load_session
+    from skillgrad.traces.files import load_any_session
     from skillgrad.traces.show import TraceShow, show_trace
 
     cfg = _load(args)
     if args.budget is not None and args.budget < 1:
         raise UserError(f"--budget {args.budget}: pass a positive number of characters")
-    session = load_session(Path(args.file), [Path(f) for f in args.subagents])
+    session = load_any_session(Path(args.file), [Path(f) for f in args.subagents])
     show = TraceShow("json" if args.json else "full" if args.full else "view", args.budget)
     text = show_trace(session, cfg.trace, show)
     # An output encoding that cannot show a character (cp1252, ascii) gets a replacement, not a crash.
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")
     print(text)
+    return 0
+
+
+def cmd_harvest(args: argparse.Namespace) -> int:
+    from skillgrad.harvest.command import default_source, harvest, harvest_redactor
+    from skillgrad.harvest.sessions import parse_since
+
+    since = parse_since(args.since)
+    source = Path(args.source).expanduser() if args.source else default_source(Path.cwd(), Path.home())
+    summary = harvest(source, since, Path(args.out), harvest_redactor())
+    print("\n".join(summary.lines(Path(args.out))))
+    return 0
+
+
+def cmd_propose(args: argparse.Namespace) -> int:
+    from skillgrad.harvest.proposal import installed_skill_path, propose
+    from skillgrad.report.data import load_run
+
+    run = Path(args.run)
+    name = str((load_run(run).config.get("skill") or {}).get("name") or "task-skill")
+    target = (
+        Path(args.skill).expanduser() if args.skill else installed_skill_path(name, Path.cwd(), Path.home())
+    )
+    evidence = propose(run, target)
+    gain = evidence["val_gain"]
+    print(
+        f"proposal for {target}: val {evidence['val_baseline']} -> {evidence['val_best']}"
+        + (f" ({gain:+.3f})" if gain is not None else "")
+        + f"; {len(evidence['improved'])} task(s) improved, {len(evidence['regressed'])} regressed"
+    )
+    if not evidence["trained_from_installed"]:
+        print("note: the run did not start from the installed skill; its baseline is the run's own v0000")
+    print(f"diff: {run / 'proposal' / 'skill.diff'}; install with: skillgrad adopt {run}")
+    return 0
+
+
+def cmd_adopt(args: argparse.Namespace) -> int:
+    from skillgrad.harvest.proposal import adopt, undo
+
+    run = Path(args.run)
+    if args.undo:
+        print(f"restored the previous skill at {undo(run)}")
+    else:
+        target = adopt(run, allow_regressions=args.allow_regressions)
+        print(f"installed {target}; undo with: skillgrad adopt --undo {run}")
     return 0
 
 
@@ -190,6 +279,9 @@ COMMANDS = {
     "config": cmd_config,
     "trace": cmd_trace,
     "report": cmd_report,
+    "harvest": cmd_harvest,
+    "propose": cmd_propose,
+    "adopt": cmd_adopt,
     "backends": cmd_backends,
     "models": cmd_models,
 }

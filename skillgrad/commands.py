@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from skillgrad.atomic import RunLock
+from skillgrad.benchmarks.base import JudgedBenchmark
 from skillgrad.budget import estimate
 from skillgrad.config import Config
 from skillgrad.loop.rollout import mean_score
@@ -41,7 +42,8 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
     skill = initial_skill(cfg)
     benchmark = checked_benchmark(cfg, _splits(cfg))
     redactor = redactor_for(cfg)
-    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache))
+    judged = isinstance(benchmark, JudgedBenchmark)
+    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), judge=judged)
     out = out or default_out(cfg, "train")
     if resume:
         check_same_config(out, cfg)
@@ -74,7 +76,8 @@ def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use
     skill = read_skill(skill_path)
     benchmark = checked_benchmark(cfg, (split,))
     redactor = redactor_for(cfg)
-    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), optimizer=False)
+    judged = isinstance(benchmark, JudgedBenchmark)
+    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), optimizer=False, judge=judged)
     out = out or default_out(cfg, "eval")
     session = open_session(cfg, out, redactor)
     with RunLock(out / ".lock"):

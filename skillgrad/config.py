@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from skillgrad.errors import UserError
 
-BackendName = Literal["openai_chat", "anthropic_chat", "claude_code_exec", "local"]
+BackendName = Literal["openai_chat", "anthropic_chat", "claude_code_exec", "codex_exec", "local"]
 BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
 DEFAULT_BACKEND: BackendName = "local"
 Effort = Literal["low", "medium", "high"]
@@ -65,7 +65,8 @@ class ModelConfig(_Section):
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(4, ge=0)
     json_retries: int = Field(2, ge=0)
-    claude_trace_to_optimizer: bool = True
+    trace_to_optimizer: bool = True  # the analyst reads the harness target's trace steps
+    claude_trace_to_optimizer: bool = True  # the Claude Code key; both must be true for Claude Code
     claude_code_cli_path: str | None = None
     claude_code_allowed_tools: list[str] = Field(
         default_factory=lambda: ["Read", "Glob", "Grep", "Bash", "Write", "Edit"]
@@ -73,6 +74,12 @@ class ModelConfig(_Section):
     claude_code_permission_mode: Literal["default", "acceptEdits", "bypassPermissions", "dontAsk"] = "default"
     claude_code_max_turns: int = Field(20, ge=1)
     claude_code_timeout_s: float = Field(600.0, gt=0)
+    codex_cli_path: str | None = None  # default: `codex` on PATH
+    codex_sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
+    codex_approval_policy: Literal["never", "on-request", "on-failure"] = "never"
+    codex_max_turns: int = Field(20, ge=1)  # tool calls per task before the session is stopped
+    codex_timeout_s: float = Field(600.0, gt=0)
+    codex_reuse_login: bool = False  # copy the user's Codex auth.json into the private CODEX_HOME
     local_model: str | None = None
     local_threads: int = Field(1, ge=1)
     local_ctx: int = Field(4096, ge=512)
@@ -80,6 +87,12 @@ class ModelConfig(_Section):
     def backend_for(self, role: str) -> BackendName:
         value = self.optimizer_backend if role == "optimizer" else self.target_backend
         return value or self.backend
+
+    def traces_to_optimizer(self, backend: str) -> bool:
+        """Whether the analyst reads the trace steps of a harness target on `backend`."""
+        if backend == "claude_code_exec":
+            return self.trace_to_optimizer and self.claude_trace_to_optimizer
+        return self.trace_to_optimizer
 
     def model_for(self, role: str) -> str | None:
         return self.optimizer_model if role == "optimizer" else self.target_model

@@ -72,12 +72,14 @@ class RunDir:
             workspace.mkdir(parents=True)
         return workspace
 
-    def write_rollout(self, prefix: Path, rollout: Rollout, *, harness: bool, caps: TraceCaps) -> None:
+    def write_rollout(
+        self, prefix: Path, rollout: Rollout, *, harness: bool, caps: TraceCaps, trace_file: str = TRACE_FILE
+    ) -> None:
         folder = self.task_dir(prefix, rollout.task)
         self.write_json(folder / "task.json", rollout.task.to_json())
         self.write_text(folder / "answer.txt", rollout.result.answer)
         if harness or rollout.result.trace:
-            self.write_text(folder / TRACE_FILE, render_steps(rollout.result.trace, caps) + "\n")
+            self.write_text(folder / trace_file, render_steps(rollout.result.trace, caps) + "\n")
             self.write_json(folder / "trace.json", [s.to_json() for s in rollout.result.trace])
         if rollout.result.raw:
             lines = "".join(json.dumps(m, ensure_ascii=False, default=str) + "\n" for m in rollout.result.raw)

@@ -87,14 +87,15 @@ def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) ->
     return [CachedChatModel(inner, chat.cache, salt=s, sampling=sampling, stats=chat.stats) for s in salts]
 
 
-def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Roles:
-    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key."""
+def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge: bool = False) -> Roles:
+    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. A
+    judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way."""
     m = cfg.model
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
     sampling = {"temperature": m.temperature, "max_output_tokens": m.max_output_tokens}
     chat, samplers = None, []
-    if optimizer:
+    if optimizer or judge:
         chat = CachedChatModel(
             backends.chat("optimizer"),
             cache,
@@ -108,16 +109,19 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True) -> Rol
         "effort": m.effort_for("target"),
     }
     if target.harness:
-        settings.update(
-            tools=m.claude_code_allowed_tools,
-            max_turns=m.claude_code_max_turns,
-            permission_mode=m.claude_code_permission_mode,
-            skill_name=cfg.skill.name,
-        )
+        settings.update(target.load().cache_settings(cfg))
     agent = CachedAgent(
         backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
     )
-    return Roles(optimizer=chat, agent=agent, harness=target.harness, samplers=samplers)
+    return Roles(
+        optimizer=chat if optimizer else None,
+        agent=agent,
+        harness=target.harness,
+        trace_name=target.trace_name,
+        trace_file=target.trace_file,
+        judge=chat if judge else None,
+        samplers=samplers if optimizer else [],
+    )
 
 
 def default_out(cfg: Config, kind: str) -> Path:

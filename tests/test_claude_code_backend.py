@@ -18,6 +18,7 @@ import pytest
 from skillgrad.backends import claude_code
 from skillgrad.backends.base import Message
 from skillgrad.backends.registry import availability, make_agent, make_chat
+from skillgrad.backends.workspace import skill_markdown
 from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config
 from skillgrad.errors import StructuredOutputError
@@ -79,10 +80,10 @@ def test_availability_and_registry(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_skill_markdown_front_matter() -> None:
-    md = claude_code.skill_markdown("qa-skill", "---\ndescription: Answer capitals.\n---\nBe terse.\n")
+    md = skill_markdown("qa-skill", "---\ndescription: Answer capitals.\n---\nBe terse.\n")
     assert md.startswith('---\nname: qa-skill\ndescription: "Answer capitals."\n---\n')
     assert md.rstrip().endswith("Be terse.") and md.count("---") == 2
-    assert "(No guidance yet.)" in claude_code.skill_markdown("qa-skill", "")
+    assert "(No guidance yet.)" in skill_markdown("qa-skill", "")
 
 
 @pytest.mark.slow

@@ -1,7 +1,7 @@
 """Long, messy Claude Code sessions through a whole `skillgrad train`: the REAL bundled CLI against the
 scripted Anthropic API. The target runs a string of failing commands and answers with half an emoji
 (a lone surrogate); the run completes, every file is valid UTF-8, and the analyst's prompt carries the
-budgeted views of the sessions, together within `trace.prompt_chars`."""
+budgeted views of a minibatch of four sessions, together within `trace.prompt_chars`."""
 
 from __future__ import annotations
 
@@ -15,11 +15,14 @@ import pytest
 
 from tests.fakes.anthropic_server import FakeAnthropic, FakeReply, FakeRequest, text, tool_use
 
-CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Italy": "Rome", "Spain": "Madrid"}
+CAPITALS = {
+    "France": "Paris", "Japan": "Tokyo", "Italy": "Rome", "Spain": "Madrid",
+    "Germany": "Berlin", "Portugal": "Lisbon", "Egypt": "Cairo", "Peru": "Lima",
+}  # fmt: skip
 GOOD_RULE = "Reply with only the answer span, no sentence around it."
 SKILL_NAME = "capitals"
 FAILING_CALLS = 8
-PROMPT_CHARS = 1500
+PROMPT_CHARS = 3000
 HEADING = "#### Claude Trace Steps\n"
 
 
@@ -61,13 +64,13 @@ def write_config(tmp_path: Path, api: FakeAnthropic) -> Path:
     ]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     lines = [
-        "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 2", "  val_size: 2", "  test_size: 0",
+        "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 4", "  val_size: 4", "  test_size: 0",
         "  seed: 1",
         "skill:", f"  name: {SKILL_NAME}",
         "model:", f"  base_url: {api.base_url}", "  api_key: sk-ant-FAKE-trace-e2e-000",
         "  optimizer_model: claude-sonnet-4-5", "  target_model: claude-sonnet-4-5",
         "  claude_code_timeout_s: 120", "  timeout_s: 120", "  claude_code_max_turns: 30",
-        "train:", "  epochs: 1", "  batch_size: 2", "  minibatch_size: 2", "  concurrency: 2",
+        "train:", "  epochs: 1", "  batch_size: 4", "  minibatch_size: 4", "  concurrency: 4",
         "optimizer:", "  learning_rate: 2", "  min_learning_rate: 1",
         "trace:", "  total_chars: 1200", f"  prompt_chars: {PROMPT_CHARS}",
         "cache:", f"  dir: {tmp_path / 'cache'}",
@@ -107,7 +110,7 @@ def test_long_sessions_with_a_lone_surrogate_train_to_the_end(tmp_path: Path) ->
     # the analyst saw each failed session's budgeted view: the repeated error collapsed, the ending kept
     prompt = analyst[0].user_text()
     sections = trace_sections(prompt)
-    assert len(sections) == 2 and sum(len(HEADING) + len(s) for s in sections) <= PROMPT_CHARS
+    assert len(sections) == 4 and sum(len(HEADING) + len(s) for s in sections) <= PROMPT_CHARS
     for section in sections:
         assert re.search(r"steps \d+-\d+: \d+x \[tool_call Bash\] ls /nonexistent-dir-\d+ -> ERROR", section)
         assert "I believe the capital of" in section and "\ufffd" in section

@@ -22,6 +22,8 @@ def write(tmp_path, text, name="cfg.yaml"):
         ("openai_chat", None, "claude_code_exec", None, ("claude_code_exec", "claude_code_exec")),
         ("openai_chat", "anthropic_chat", "claude_code_exec", None, ("anthropic_chat", "claude_code_exec")),
         ("openai_chat", "anthropic_chat", "claude_code_exec", "local", ("local", "claude_code_exec")),
+        ("openai_chat", None, "codex_exec", None, ("codex_exec", "codex_exec")),
+        ("openai_chat", "claude_code_exec", "codex_exec", None, ("claude_code_exec", "codex_exec")),
     ],
 )
 def test_role_precedence(tmp_path, yaml_backend, yaml_opt, cli_backend, cli_opt, expected):
@@ -41,6 +43,23 @@ def test_target_pin_survives_backend_flag(tmp_path):
     assert cfg.model.target_backend == "openai_chat" and cfg.model.optimizer_backend == "claude_code_exec"
     cfg = load_config(path, backend="claude_code_exec", target_backend="local")
     assert cfg.model.target_backend == "local"
+
+
+@pytest.mark.parametrize(
+    ("backend", "generic", "claude", "shown"),
+    [
+        ("codex_exec", True, False, True),  # the Claude key is only Claude Code's
+        ("codex_exec", False, True, False),
+        ("claude_code_exec", True, False, False),  # the Claude key keeps working
+        ("claude_code_exec", False, True, False),
+        ("claude_code_exec", True, True, True),
+    ],
+)
+def test_trace_gate_per_harness(tmp_path, backend, generic, claude, shown):
+    overrides = [f"model.trace_to_optimizer={str(generic).lower()}"]
+    overrides.append(f"model.claude_trace_to_optimizer={str(claude).lower()}")
+    cfg = load_config(None, overrides, backend=backend)
+    assert cfg.model.traces_to_optimizer(cfg.model.target_backend) is shown
 
 
 def test_overrides_typed_and_nested(tmp_path):

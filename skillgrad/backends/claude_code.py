@@ -34,9 +34,10 @@ from typing import Any
 
 import anyio
 import claude_agent_sdk as sdk
-import yaml
 
+from skillgrad.backends import workspace as workspace_files
 from skillgrad.backends.base import AgentResult, Effort, Message, Reply, Role, Usage
+from skillgrad.backends.common import split_messages
 from skillgrad.backends.structured import complete_structured
 from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config
@@ -48,10 +49,8 @@ from skillgrad.traces.steps import TraceStep
 
 BACKEND = "claude_code_exec"
 DEFAULT_MODEL = "claude-code-default"  # shown when the CLI picks its own default model
-SKILL_DESCRIPTION = "Conventions and procedures for the tasks in this workspace. Use it for every task."
 _STDERR_LINES = 20
 _TRANSIENT_STATUS = re.compile(r"\b(429|5\d\d)\b")
-_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,46 +159,9 @@ def run_session(
 # target role
 
 
-def skill_markdown(name: str, skill: str) -> str:
-    """SKILL.md with valid front matter: our name, and the skill's own description when it has one."""
-    body = skill
-    description = SKILL_DESCRIPTION
-    match = _FRONT_MATTER.match(skill)
-    if match:
-        try:
-            meta = yaml.safe_load(match.group(1))
-        except yaml.YAMLError:
-            meta = None
-        if (
-            isinstance(meta, dict)
-            and isinstance(meta.get("description"), str)
-            and meta["description"].strip()
-        ):
-            description = meta["description"]
-        body = skill[match.end() :]
-    description = " ".join(description.split())
-    return render(
-        "skillgrad.backends",
-        "claude_code_skill",
-        skill_name=name,
-        description=json.dumps(description),
-        body=body.strip() or "(No guidance yet.)",
-    )
-
-
 def prepare_workspace(workspace: Path, task: Task, skill: str, skill_name: str) -> None:
-    """Install the skill and write the task (context in its own file, never truncated)."""
-    skill_dir = workspace / ".claude" / "skills" / skill_name
-    skill_dir.mkdir(parents=True, exist_ok=True)
-    (skill_dir / "SKILL.md").write_text(skill_markdown(skill_name, skill), encoding="utf-8")
-    note = ""
-    if task.context:
-        (workspace / "context.md").write_text(task.context, encoding="utf-8")
-        note = render("skillgrad.backends", "claude_code_context_note")
-    task_text = render(
-        "skillgrad.backends", "claude_code_task_file", question=task.question, context_note=note
-    )
-    (workspace / "task.md").write_text(task_text, encoding="utf-8")
+    """Install the skill as a project skill and write the task (context in its own file)."""
+    workspace_files.prepare_workspace(workspace, task, skill, skill_name, ".claude/skills")
 
 
 def _tool_names(allowed: list[str]) -> list[str]:
@@ -265,15 +227,6 @@ class ClaudeCodeAgent:
 
 # ---------------------------------------------------------------------------------------------
 # optimizer role
-
-
-def split_messages(messages: list[Message]) -> tuple[str, str]:
-    """(system prompt, user prompt). Several non-system turns are laid out with role headings."""
-    system = "\n\n".join(m.content for m in messages if m.role == "system")
-    turns = [m for m in messages if m.role != "system"]
-    if len(turns) == 1 and turns[0].role == "user":
-        return system, turns[0].content
-    return system, "\n\n".join(f"### {m.role}\n\n{m.content}" for m in turns)
 
 
 def _is_transient(failure: str | None, session: ParsedSession) -> bool:
@@ -357,6 +310,17 @@ class ClaudeCodeChat:
             stage=stage,
             retries=self.cfg.model.json_retries,
         )
+
+
+def cache_settings(cfg: Config) -> dict[str, Any]:
+    """What shapes a target rollout besides the task and skill (part of the call-cache key)."""
+    m = cfg.model
+    return {
+        "tools": m.claude_code_allowed_tools,
+        "max_turns": m.claude_code_max_turns,
+        "permission_mode": m.claude_code_permission_mode,
+        "skill_name": cfg.skill.name,
+    }
 
 
 def create_chat(cfg: Config, role: Role) -> ClaudeCodeChat:

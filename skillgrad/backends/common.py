@@ -1,10 +1,10 @@
-"""Small pieces the SDK-based chat backends share: error text, role checks, key availability."""
+"""Small pieces the backends share: error text, role checks, key availability, prompt layout."""
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from skillgrad.backends.base import Role
+from skillgrad.backends.base import Message, Role
 from skillgrad.config import Config
 
 
@@ -50,3 +50,12 @@ def key_availability(
                 f"(or model.{role}_api_key), or model.base_url for {server}"
             )
     return True, ""
+
+
+def split_messages(messages: list[Message]) -> tuple[str, str]:
+    """(system prompt, user prompt). Several non-system turns are laid out with role headings."""
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    turns = [m for m in messages if m.role != "system"]
+    if len(turns) == 1 and turns[0].role == "user":
+        return system, turns[0].content
+    return system, "\n\n".join(f"### {m.role}\n\n{m.content}" for m in turns)

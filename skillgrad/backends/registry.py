@@ -4,7 +4,8 @@ Each backend module exposes:
 - `availability(cfg) -> tuple[bool, str]`: usable here?, and the reason when not (missing package,
   CLI not found, no credentials). Must not make network calls.
 - `create_chat(cfg, role) -> ChatModel` for backends serving the optimizer role (and chat targets).
-- `create_agent(cfg) -> Agent` for agent harnesses (claude_code_exec).
+- `create_agent(cfg) -> Agent` for agent harnesses (claude_code_exec, codex_exec).
+- `cache_settings(cfg) -> dict` for agent harnesses: the settings that shape a rollout (call-cache key).
 - optionally `new_run_state()`: one object per run, then passed as a third / second argument to
   the factories above (see `Backends`). Chat backends used as a
   target are wrapped in `ChatAgent` here, so the trainer only ever sees the two protocols.
@@ -27,7 +28,9 @@ class BackendSpec:
     module: str
     roles: tuple[Role, ...]
     harness: bool  # True: a real agent harness (tools, workspace); False: a chat model
-    extra: str  # pip extra that installs its dependencies
+    extra: str  # pip extra that installs its dependencies ("" when it needs none: codex_exec's is npm's)
+    trace_name: str | None = None  # harness name in the analyst's trace heading
+    trace_file: str = "trace_steps.txt"  # the rendered trace steps of each rollout
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -43,7 +46,21 @@ BACKENDS: dict[str, BackendSpec] = {
             "anthropic_chat", "skillgrad.backends.anthropic_api", ("optimizer", "target"), False, "anthropic"
         ),
         BackendSpec(
-            "claude_code_exec", "skillgrad.backends.claude_code", ("optimizer", "target"), True, "claude"
+            "claude_code_exec",
+            "skillgrad.backends.claude_code",
+            ("optimizer", "target"),
+            True,
+            "claude",
+            trace_name="Claude",
+            trace_file="claude_trace_steps.txt",
+        ),
+        BackendSpec(
+            "codex_exec",
+            "skillgrad.backends.codex_exec",
+            ("optimizer", "target"),
+            True,
+            "",
+            trace_name="Codex",
         ),
         BackendSpec("local", "skillgrad.backends.local", ("optimizer", "target"), False, "local"),
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from skillgrad.backends.base import AgentResult
+    from skillgrad.backends.base import AgentResult, ChatModel
 
 Split = Literal["train", "val", "test"]
 SPLITS: tuple[Split, ...] = ("train", "val", "test")
@@ -63,3 +63,12 @@ class AgenticBenchmark(Benchmark, Protocol):
     """A benchmark whose tasks need files in the agent's workspace and are scored from it."""
 
     def prepare(self, task: Task, workspace: Path) -> None: ...
+
+
+@runtime_checkable
+class JudgedBenchmark(Benchmark, Protocol):
+    """A benchmark scored by a model judge. The trainer hands it the judge (the optimizer role's
+    backend, cached and counted in the budget) before any scoring; `score` may then call it and
+    raises only when no judge was given."""
+
+    def use_judge(self, judge: ChatModel) -> None: ...

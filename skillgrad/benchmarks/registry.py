@@ -24,6 +24,7 @@ BUILTINS: dict[str, str] = {
     "coding_tasks": "skillgrad.benchmarks.coding_tasks",
     "custom": "skillgrad.benchmarks.custom",
     "housestyle": "skillgrad.benchmarks.housestyle",
+    "harvested": "skillgrad.benchmarks.harvested",
 }
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from skillgrad.backends.base import Usage
+from skillgrad.backends.base import ChatModel, Effort, Message, Reply, Usage
 from skillgrad.budget import Ledger
+from skillgrad.cache import saved_usage
 
 
 class BudgetStop(Exception):
@@ -42,6 +43,13 @@ class Accounting:
             self._step[role] = self._step.get(role, Usage()) + usage
             self._in_flight -= 1
 
+    def record_unreserved(self, role: str, stage: str, usage: Usage, saved: Usage | None) -> None:
+        """Count a call made inside a reserved unit of work (a judge grading a rollout): it counts
+        against the budget from now on, but it was not reserved, so it ends no reservation."""
+        self.ledger.record(role, stage, usage, saved=saved)
+        with self._lock:
+            self._step[role] = self._step.get(role, Usage()) + usage
+
     def release(self) -> None:
         """End a reservation whose unit of work failed without usage to record."""
         with self._lock:
@@ -58,3 +66,28 @@ class Accounting:
     def usage_so_far(self) -> dict[str, Any]:
         """Paid usage by role, as Usage JSON (cost None while any call's price is unknown)."""
         return {role: bucket.usage().to_json() for role, bucket in self.ledger.by_role().items()}
+
+
+class MeteredChatModel:
+    """A ChatModel whose calls are counted by the run's accounting under one role and stage (a
+    judge's calls, made while scoring a rollout). Errors propagate as the inner model raises them."""
+
+    def __init__(self, inner: ChatModel, accounting: Accounting, role: str, stage: str) -> None:
+        self.inner = inner
+        self.accounting = accounting
+        self.role = role
+        self.stage = stage
+        self.name = inner.name
+        self.model = inner.model
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        schema: dict[str, Any] | None = None,
+        effort: Effort | None = None,
+        stage: str = "",
+    ) -> Reply:
+        reply = self.inner.complete(messages, schema=schema, effort=effort, stage=stage or self.stage)
+        self.accounting.record_unreserved(self.role, self.stage, reply.usage, saved_usage(reply))
+        return reply

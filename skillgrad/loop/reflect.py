@@ -16,8 +16,15 @@ from skillgrad.traces.steps import TraceCaps
 from skillgrad.traces.view import render_view
 
 PROMPTS = "skillgrad.loop"
-TRACE_HEADING = "#### Claude Trace Steps"
 ANALYST_CONTEXT_CHARS = 1500  # the analyst needs the gist of long contexts, the agent gets all of it
+
+
+def trace_heading(harness: str) -> str:
+    """The analyst's heading over one task's trace steps; it names the harness that made them."""
+    return f"#### {harness} Trace Steps"
+
+
+TRACE_HEADING = trace_heading("Claude")  # Claude Code's, the default
 
 
 def _edit_variant(op: str, targets: list[str], content: dict[str, Any]) -> dict[str, Any]:
@@ -63,6 +70,7 @@ class AnalystInputs:
     include_traces: bool
     caps: TraceCaps
     trace_budget: int = 12000  # characters shared by every trace section of one prompt
+    trace_heading: str = TRACE_HEADING
 
 
 def trace_sections(inputs: AnalystInputs) -> list[str]:
@@ -78,7 +86,7 @@ def trace_sections(inputs: AnalystInputs) -> list[str]:
     remaining = inputs.trace_budget
     for position, i in enumerate(order):
         left = sum(weights[j] for j in order[position:])
-        heading = f"{TRACE_HEADING}\n"
+        heading = f"{inputs.trace_heading}\n"
         share = remaining * weights[i] // left - len(heading) - 1
         view = render_view(inputs.rollouts[i].result.trace, inputs.caps, min(share, inputs.caps.total_chars))
         sections[i] = f"{heading}{view or '(no steps)'}\n" if share > len("(no steps)") else ""

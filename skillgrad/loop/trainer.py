@@ -12,22 +12,22 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.backends.base import Agent, ChatModel
-from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Task
+from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark, Task
 from skillgrad.budget import Ledger
 from skillgrad.cache import saved_usage
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError
-from skillgrad.loop.accounting import Accounting, BudgetStop
+from skillgrad.loop.accounting import Accounting, BudgetStop, MeteredChatModel
 from skillgrad.loop.echo import PromptEcho
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import GATES
 from skillgrad.loop.merge import MERGERS, Patch
-from skillgrad.loop.reflect import AnalystInputs, reflection_record
+from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
 from skillgrad.loop.rewrite import ANALYSTS
 from skillgrad.loop.rollout import Rollout, mean_score, run_rollouts
 from skillgrad.loop.select import RANKERS, SCHEDULES, select_valid
 from skillgrad.loop.state import TrainState, version_name
-from skillgrad.runs import RunDir
+from skillgrad.runs import TRACE_FILE, RunDir
 from skillgrad.skill import EditOutcome, SkillDoc
 from skillgrad.traces.steps import TraceCaps
 
@@ -41,6 +41,9 @@ class Roles:
     optimizer: ChatModel | None
     agent: Agent
     harness: bool  # the target is an agent harness: traces are written per rollout
+    trace_name: str | None = None  # the harness's name in the analyst's trace heading
+    trace_file: str = TRACE_FILE  # each rollout's rendered trace steps
+    judge: ChatModel | None = None  # scores a JudgedBenchmark's rollouts
     samplers: list[ChatModel] = field(default_factory=list)  # the optimizer for extra proposals
 
 
@@ -69,14 +72,17 @@ class Trainer:
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
         self.analyst = ANALYSTS[cfg.optimizer.edit_mode]
         self.echo = PromptEcho.of_templates()
-        # Passed explicitly from the config: the analyst sees Claude Code's trace steps only when asked.
-        self.include_traces = (
-            roles.harness
-            and cfg.model.target_backend == "claude_code_exec"
-            and cfg.model.claude_trace_to_optimizer
-        )
+        # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not to.
+        self.include_traces = roles.harness and cfg.model.traces_to_optimizer(cfg.model.backend_for("target"))
+        self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
         self.accounting = Accounting(ledger)
+        if isinstance(benchmark, JudgedBenchmark):
+            if roles.judge is None:
+                raise TrainingFailed(
+                    f"benchmark '{benchmark.name}' is scored by a judge, but no judge role was built"
+                )
+            benchmark.use_judge(MeteredChatModel(roles.judge, self.accounting, "optimizer", "judge"))
         self._splits: dict[str, list[Task]] = {}
         self.epoch: int | None = None  # the epoch in progress, for progress events
         self._lock = threading.Lock()
@@ -88,7 +94,9 @@ class Trainer:
 
         def on_done(index: int, rollout: Rollout) -> None:
             self.accounting.record("target", stage, rollout.result.usage, saved_usage(rollout.result))
-            self.run.write_rollout(prefix, rollout, harness=self.roles.harness, caps=self.caps)
+            self.run.write_rollout(
+                prefix, rollout, harness=self.roles.harness, caps=self.caps, trace_file=self.roles.trace_file
+            )
             with self._lock:
                 done[0] += 1
                 count = done[0]
@@ -137,6 +145,7 @@ class Trainer:
                 self.include_traces,
                 self.caps,
                 self.cfg.trace.prompt_chars,
+                self.trace_heading,
             )
             name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "")
             record_path = self.run.step_dir(step) / "reflections" / f"{name}.json"

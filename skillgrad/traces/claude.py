@@ -47,6 +47,7 @@ class ParsedSession:
     structured_output: Any = None
     finished: bool = False  # a result record closed the session
     runs: int = 1  # runs found in the file; the steps and answer are the last one's
+    skipped_lines: int = 0  # lines of the file that were not JSON records (torn, cut or noise)
 
 
 def tool_result_text(content: Any) -> str:
@@ -386,7 +387,10 @@ def load_session(path: str | Path, subagent_files: Sequence[str | Path] = ()) ->
     for sub in map(Path, subagent_files):
         # A subagent file has no result record of its own: its steps, without a closing note.
         subagents[_agent_id(sub)] = _parse(_checked_records(sub, ReadStats()), None).run.steps
-    return steps_from_events(_checked_records(path, ReadStats()), subagents)
+    stats = ReadStats()
+    session = steps_from_events(_checked_records(path, stats), subagents)
+    session.skipped_lines = stats.skipped_lines
+    return session
 
 
 def load_trace_file(path: str | Path) -> list[TraceStep]:

@@ -53,6 +53,11 @@ def _whole_document(handle: BinaryIO, first: bytes) -> Any:
 
 def iter_records(path: Path, stats: ReadStats | None = None) -> Iterator[dict[str, Any]]:
     """Every JSON object record of `path`, in order. Raises UserError when it cannot be opened."""
+    return (record for _, record in iter_numbered_records(path, stats))
+
+
+def iter_numbered_records(path: Path, stats: ReadStats | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) for every JSON object record of `path`, in order."""
     stats = stats if stats is not None else ReadStats()
     try:
         handle = open(path, "rb")  # noqa: SIM115 -- closed by the with below, after the checks
@@ -77,7 +82,7 @@ def iter_records(path: Path, stats: ReadStats | None = None) -> Iterator[dict[st
                     if document is not None:
                         for record in _dicts(document):
                             stats.records += 1
-                            yield record
+                            yield number, record
                         return
                 stats.skipped_lines += 1  # a partial first line, a torn last one, or noise
                 stats.first_bad_line = stats.first_bad_line or number
@@ -86,4 +91,4 @@ def iter_records(path: Path, stats: ReadStats | None = None) -> Iterator[dict[st
                 seen_line = True
             for record in _dicts(value):
                 stats.records += 1
-                yield record
+                yield number, record

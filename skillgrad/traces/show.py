@@ -31,6 +31,8 @@ def _header(session: ParsedSession) -> str:
     parts = [f"{n} step{'s' * (n != 1)}", f"{errors} error{'s' * (errors != 1)}", status]
     if session.runs > 1:
         parts.append(f"the last of {session.runs} runs in this file")
+    if session.skipped_lines:
+        parts.append(f"{session.skipped_lines} unreadable line{'s' * (session.skipped_lines != 1)} skipped")
     return f"# session: {', '.join(parts)}"
 
 

@@ -1,0 +1,1 @@
+"""Harvest: a user's own Claude Code sessions -> a task set to train a skill on."""

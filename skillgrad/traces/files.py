@@ -1,0 +1,54 @@
+"""`skillgrad trace FILE`: read a Claude Code or a Codex session record file, detecting which."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from skillgrad.traces import claude
+from skillgrad.traces.codex import is_codex_record, steps_from_codex_events
+from skillgrad.traces.codex_rollout import is_rollout_record, rollout_steps
+from skillgrad.traces.records import ReadStats, iter_records
+from skillgrad.traces.steps import TraceStep
+
+
+def is_codex_file(path: Path) -> bool:
+    """True when the first JSON record of `path` is a `codex exec --json` event."""
+    first = next(iter_records(Path(path)), None)
+    return is_codex_record(first)
+
+
+def load_any_session(path: str | Path, subagent_files: Sequence[str | Path] = ()) -> claude.ParsedSession:
+    """`codex exec --json` output, a Codex session (rollout) file or any Claude Code form, as one
+    ParsedSession. UserError when it is none of them."""
+    path = Path(path)
+    first = next(iter_records(path), None)
+    if is_rollout_record(first):
+        stats = ReadStats()
+        rollout = rollout_steps(iter_records(path, stats))
+        return claude.ParsedSession(
+            steps=rollout.steps,
+            final_answer=rollout.final_answer,
+            is_error=not rollout.finished,
+            finished=rollout.finished,
+            skipped_lines=stats.skipped_lines,
+        )
+    if not is_codex_record(first):
+        return claude.load_session(path, subagent_files)
+    stats = ReadStats()
+    codex = steps_from_codex_events(iter_records(path, stats))
+    return claude.ParsedSession(
+        steps=codex.steps,
+        final_answer=codex.final_answer,
+        is_error=codex.is_error,
+        terminal_reason=codex.terminal_reason,
+        usage=codex.usage,
+        errors=codex.errors,
+        finished=codex.terminal_reason != "unfinished",
+        skipped_lines=stats.skipped_lines,
+    )
+
+
+def load_trace_steps(path: str | Path) -> list[TraceStep]:
+    """The TraceSteps of a session record file: Codex JSONL, else the Claude Code forms."""
+    return load_any_session(path).steps

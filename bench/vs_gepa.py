@@ -13,9 +13,10 @@ Per seed, one model process at a time:
    validation), so GEPA never gets less budget than skillgrad had.
 3. `skillgrad eval --split test` of the initial skill, skillgrad's best and GEPA's best.
 
-Prints the side-by-side table (baseline val / best val / test, target and optimizer calls, wall)
-and, over every skillgrad run, the edits copied from the analyst's prompt and the selected edits
-that did not apply. Writes everything under --out (default bench/out/vs_gepa).
+A seed whose DIR/seedN/result.json exists is not run again, so a later call with more seeds
+extends the table. Prints the side-by-side table (baseline val / best val / test, target and
+optimizer calls, wall) and, over every skillgrad run, the edits copied from the analyst's prompt
+and the selected edits that did not apply. Writes everything under --out (default bench/out/vs_gepa).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from skillgrad.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 GEPA_SPEC = "gepa==0.1.4"
@@ -72,9 +75,13 @@ def gepa_python(venv: Path) -> Path:
     return python
 
 
-def search_budget(epochs: int, train: int = 12, val: int = 12, batch: int = 6) -> int:
+def search_budget(cfg: Path, sets: list[str]) -> int:
     """Target calls skillgrad's config may spend on search: baseline + per step batch and val."""
-    return val + epochs * math.ceil(train / batch) * (batch + val)
+    c = load_config(cfg, sets)
+    steps = c.train.epochs * math.ceil(c.benchmark.train_size / c.train.batch_size)
+    return c.benchmark.val_size + steps * (
+        min(c.train.batch_size, c.benchmark.train_size) + c.benchmark.val_size
+    )
 
 
 def evaluate(cfg: Path, skill: Path, seed: int, out: Path, sets: list[str]) -> float:
@@ -119,7 +126,7 @@ def one_seed(seed: int, cfg: Path, args: argparse.Namespace, python: Path) -> di
         out / "skillgrad.log",
     )
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    budget = search_budget(args.epochs)
+    budget = search_budget(cfg, sets)
     gepa_dir = out / "gepa"
     gepa_cmd = [
         str(python),
@@ -212,7 +219,10 @@ def main(argv: list[str] | None = None) -> int:
         python = gepa_python(args.venv or Path(tmp) / "venv")
         rows = []
         for seed in args.seeds:
-            rows.append(one_seed(seed, cfg, args, python))
+            done = args.out / f"seed{seed}" / "result.json"
+            if not done.exists():  # a finished seed is kept: rerun with more seeds to extend the table
+                done.write_text(json.dumps(one_seed(seed, cfg, args, python), indent=2), encoding="utf-8")
+            rows.append(json.loads(done.read_text(encoding="utf-8")))
             print(json.dumps(rows[-1]), flush=True)
     (args.out / "results.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
     print(table(rows))

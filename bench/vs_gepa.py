@@ -12,6 +12,8 @@ Per seed, one model process at a time:
    target calls skillgrad's config could spend on search (baseline + every step's train batch and
    validation), so GEPA never gets less budget than skillgrad had.
 3. `skillgrad eval --split test` of the initial skill, skillgrad's best and GEPA's best.
+With --gepa-from DIR, GEPA's rows (and the initial skill's test score) come from an earlier run of
+this script on the same seeds, models and budget, e.g. to compare `--edit-mode rewrite` with patch.
 
 A seed whose DIR/seedN/result.json exists is not run again, so a later call with more seeds
 extends the table. Prints the side-by-side table (baseline val / best val / test, target and
@@ -114,55 +116,72 @@ def edit_audit(run_dir: Path) -> dict[str, int]:
     return audit
 
 
+def run_skillgrad(seed: int, cfg: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    sets = [
+        *args.set,
+        f"benchmark.seed={seed}",
+        f"train.seed={seed}",
+        f"optimizer.edit_mode={args.edit_mode}",
+    ]
+    run_dir = out / "skillgrad"
+    cmd = [
+        "skillgrad",
+        "train",
+        "--config",
+        str(cfg),
+        "--out",
+        str(run_dir),
+        "--set",
+        "benchmark.test_size=0",
+    ]
+    wall = run([*cmd, *[a for s in sets for a in ("--set", s)]], out / "skillgrad.log")
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    by_role = summary["usage"]["by_role"]
+    return {
+        "baseline_val": summary["baseline_val_score"],
+        "best_val": summary["best_val_score"],
+        "test": evaluate(cfg, run_dir / "best_skill.md", seed, out / "eval_skillgrad", args.set),
+        "target_calls": by_role.get("target", {}).get("calls", 0),
+        "optimizer_calls": by_role.get("optimizer", {}).get("calls", 0),
+        "wall_s": round(wall, 1),
+        "audit": edit_audit(run_dir),
+    }
+
+
+def run_gepa(seed: int, cfg: Path, args: argparse.Namespace, out: Path, python: Path) -> dict[str, Any]:
+    sets = [*args.set, f"benchmark.seed={seed}", f"train.seed={seed}"]
+    gepa_dir = out / "gepa"
+    cmd = [str(python), str(REPO / "bench" / "gepa_run.py"), "--config", str(cfg), "--seed", str(seed)]
+    cmd += ["--budget", str(search_budget(cfg, sets)), "--out", str(gepa_dir)]
+    run([*cmd, *[a for s in sets for a in ("--set", s)]], out / "gepa.log")
+    gepa = json.loads((gepa_dir / "gepa.json").read_text(encoding="utf-8"))
+    return {
+        "baseline_val": gepa["baseline_val_score"],
+        "best_val": gepa["best_val_score"],
+        "test": evaluate(cfg, gepa_dir / "best_skill.md", seed, out / "eval_gepa", args.set),
+        "target_calls": gepa["target_calls"],
+        "optimizer_calls": gepa["optimizer_calls"],
+        "wall_s": gepa["wall_s"],
+    }
+
+
 def one_seed(seed: int, cfg: Path, args: argparse.Namespace, python: Path) -> dict[str, Any]:
     out = args.out / f"seed{seed}"
     out.mkdir(parents=True, exist_ok=True)
-    sets = [*args.set, f"benchmark.seed={seed}", f"train.seed={seed}"]
-    flags = [a for s in sets for a in ("--set", s)]
-    run_dir = out / "skillgrad"
-    cmd = ["skillgrad", "train", "--config", str(cfg), "--out", str(run_dir), *flags]
-    sg_wall = run(
-        [*cmd, "--set", "benchmark.test_size=0", "--set", f"optimizer.edit_mode={args.edit_mode}"],
-        out / "skillgrad.log",
-    )
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    budget = search_budget(cfg, sets)
-    gepa_dir = out / "gepa"
-    gepa_cmd = [
-        str(python),
-        str(REPO / "bench" / "gepa_run.py"),
-        "--config",
-        str(cfg),
-        "--budget",
-        str(budget),
-    ]
-    run([*gepa_cmd, "--seed", str(seed), "--out", str(gepa_dir), *flags], out / "gepa.log")
-    gepa = json.loads((gepa_dir / "gepa.json").read_text(encoding="utf-8"))
+    row: dict[str, Any] = {"seed": seed, "budget": search_budget(cfg, [*args.set, f"benchmark.seed={seed}"])}
+    row["skillgrad"] = run_skillgrad(seed, cfg, args, out)
+    earlier = args.gepa_from / f"seed{seed}" / "result.json" if args.gepa_from else None
+    if earlier is not None:  # GEPA at temperature 0 on the same models, items and budget: reuse it
+        before = json.loads(earlier.read_text(encoding="utf-8"))
+        if before["budget"] != row["budget"]:
+            sys.exit(f"{earlier}: GEPA ran with budget {before['budget']}, this run has {row['budget']}")
+        row["test_initial"], row["gepa"] = before["test_initial"], before["gepa"]
+        return row
     empty = out / "initial_skill.md"
     empty.write_text("", encoding="utf-8")
-    by_role = summary["usage"]["by_role"]
-    return {
-        "seed": seed,
-        "budget": budget,
-        "test_initial": evaluate(cfg, empty, seed, out / "eval_initial", args.set),
-        "skillgrad": {
-            "baseline_val": summary["baseline_val_score"],
-            "best_val": summary["best_val_score"],
-            "test": evaluate(cfg, run_dir / "best_skill.md", seed, out / "eval_skillgrad", args.set),
-            "target_calls": by_role.get("target", {}).get("calls", 0),
-            "optimizer_calls": by_role.get("optimizer", {}).get("calls", 0),
-            "wall_s": round(sg_wall, 1),
-            "audit": edit_audit(run_dir),
-        },
-        "gepa": {
-            "baseline_val": gepa["baseline_val_score"],
-            "best_val": gepa["best_val_score"],
-            "test": evaluate(cfg, gepa_dir / "best_skill.md", seed, out / "eval_gepa", args.set),
-            "target_calls": gepa["target_calls"],
-            "optimizer_calls": gepa["optimizer_calls"],
-            "wall_s": gepa["wall_s"],
-        },
-    }
+    row["test_initial"] = evaluate(cfg, empty, seed, out / "eval_initial", args.set)
+    row["gepa"] = run_gepa(seed, cfg, args, out, python)
+    return row
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -206,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edit-mode", default="patch", choices=("patch", "rewrite"))
     parser.add_argument("--set", action="append", default=[], help="config override for both systems")
     parser.add_argument("--venv", type=Path, help="reuse this GEPA venv (default: a temporary one)")
+    parser.add_argument(
+        "--gepa-from", type=Path, help="take GEPA's rows from this earlier --out (same seeds and models)"
+    )
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "vs_gepa")
     args = parser.parse_args(argv)
     if args.target_model:

@@ -122,15 +122,23 @@ class TrainConfig(_Section):
     epochs: int = Field(2, ge=1)
     batch_size: int = Field(8, ge=1)
     minibatch_size: int = Field(4, ge=1)
-    concurrency: int = Field(8, ge=1)
+    concurrency: int = Field(8, ge=1)  # calls in flight at once, all stages together
     seed: int = 0
+    # Run independent work side by side (baseline beside step 1, the next step's rollouts beside
+    # a validation); decisions and skills are exactly those of the sequential order.
+    overlap: bool = True
 
 
 class OptimizerConfig(_Section):
     learning_rate: int = Field(4, ge=1)  # max edits applied per step
     min_learning_rate: int = Field(2, ge=1)
     lr_schedule: Schedule = "cosine"
-    gate: Literal["strict"] = "strict"
+    gate: Literal["strict", "paired"] = "strict"
+    gate_alpha: float = Field(0.05, gt=0, lt=1)  # paired gate: the significance level
+    val_repeats: int = Field(1, ge=1, le=8)  # runs of each val item per skill (paired gate: k)
+    # racing: validate in waves and stop a candidate once it cannot pass; full: one wave
+    validation: Literal["racing", "full"] = "racing"
+    race_waves: int = Field(2, ge=1)
     merge: Literal["union"] = "union"
     rank: Literal["support"] = "support"
     show_rejected: bool = True  # feed the epoch's rejected edits back to later analysts

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 PROTECT_OPEN = "<!-- protected -->"
 PROTECT_CLOSE = "<!-- /protected -->"
+_MARKERS = re.compile(f"{re.escape(PROTECT_OPEN)}|{re.escape(PROTECT_CLOSE)}")
 
 EditOp = Literal["add", "delete", "replace"]
 EDIT_OPS: tuple[EditOp, ...] = ("add", "delete", "replace")
@@ -133,13 +134,22 @@ class SkillDoc:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
     def protected_spans(self) -> list[tuple[int, int]]:
-        spans, pos = [], 0
-        while (start := self.text.find(PROTECT_OPEN, pos)) >= 0:
-            end = self.text.find(PROTECT_CLOSE, start)
-            # An unclosed region protects everything after it: safer than protecting nothing.
-            stop = len(self.text) if end < 0 else end + len(PROTECT_CLOSE)
-            spans.append((start, stop))
-            pos = stop
+        """The protected regions, outermost: a region nested in another ends with its OUTER close,
+        so text after an inner close stays protected. An unclosed region protects everything after
+        it (safer than protecting nothing); a close without an open is ignored."""
+        spans: list[tuple[int, int]] = []
+        depth, start = 0, 0
+        for marker in _MARKERS.finditer(self.text):
+            if marker.group() == PROTECT_OPEN:
+                if depth == 0:
+                    start = marker.start()
+                depth += 1
+            elif depth:
+                depth -= 1
+                if depth == 0:
+                    spans.append((start, marker.end()))
+        if depth:
+            spans.append((start, len(self.text)))
         return spans
 
     def _touches_protected(self, start: int, end: int, *, insertion: bool = False) -> bool:

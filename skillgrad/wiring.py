@@ -17,7 +17,7 @@ from skillgrad.backends.base import ChatModel
 from skillgrad.backends.registry import Backends, spec_for
 from skillgrad.benchmarks.base import SPLITS, Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
-from skillgrad.budget import Ledger
+from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
 from skillgrad.config import Config
 from skillgrad.errors import UserError
@@ -57,6 +57,7 @@ def checked_benchmark(cfg: Config, splits: tuple[str, ...]) -> Benchmark:
 
 
 DEFAULT_CACHE_DIR = Path("~/.cache/skillgrad/calls")
+PAID_JOURNAL = "paid.jsonl"
 
 
 def redactor_for(cfg: Config) -> Redactor:
@@ -84,11 +85,23 @@ def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) ->
         "base_url": m.base_url_for("optimizer"),
     }
     salts = [f"{cfg.cache.salt}|proposal {k}" for k in range(1, extra + 1)]
-    return [CachedChatModel(inner, chat.cache, salt=s, sampling=sampling, stats=chat.stats) for s in salts]
+    return [
+        CachedChatModel(inner, chat.cache, salt=s, sampling=sampling, stats=chat.stats, on_paid=chat.on_paid)
+        for s in salts
+    ]
 
 
-def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge: bool = False) -> Roles:
-    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. A
+def build_roles(
+    cfg: Config,
+    cache: CallCache,
+    redactor: Redactor,
+    *,
+    optimizer: bool = True,
+    judge: bool = False,
+    journal: PaidJournal | None = None,
+) -> Roles:
+    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. Each
+    paid call goes to `journal` as it returns (usage across crashes, see skillgrad.budget). A
     judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way."""
     m = cfg.model
     backends = Backends(cfg)
@@ -101,6 +114,7 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge:
             cache,
             salt=cfg.cache.salt,
             sampling={**sampling, "base_url": m.base_url_for("optimizer")},
+            on_paid=(lambda stage, usage: journal.add("optimizer", stage, usage)) if journal else None,
         )
         samplers = proposal_samplers(cfg, backends, chat)
     settings: dict[str, Any] = {
@@ -111,7 +125,13 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge:
     if target.harness:
         settings.update(target.load().cache_settings(cfg))
     agent = CachedAgent(
-        backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
+        backends.agent(),
+        cache,
+        salt=cfg.cache.salt,
+        settings=settings,
+        snapshot_workspace=target.harness,
+        redact_file=redactor.redact_bytes,
+        on_paid=(lambda usage: journal.add("target", None, usage)) if journal else None,
     )
     return Roles(
         optimizer=chat if optimizer else None,
@@ -135,11 +155,13 @@ class Session:
     ledger: Ledger
 
 
-def open_session(cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False) -> Session:
-    tracker = make_tracking_observer(cfg, out)  # may refuse (no mlflow): before anything is written
+def open_session(
+    cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False, journal: PaidJournal | None = None
+) -> Session:
+    tracker = make_tracking_observer(cfg, out, redactor)  # may refuse (no mlflow): before anything is written
     run = RunDir(out, redactor)
     run.create(allow_existing=resume)
     observers: list[Observer] = list(make_observers(out, sys.stdout))
     if tracker is not None:
         observers.append(tracker)
-    return Session(run, Events(observers), Ledger(cfg.budget))
+    return Session(run, Events(observers), Ledger(cfg.budget, journal))

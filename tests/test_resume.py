@@ -25,7 +25,7 @@ from tests.test_train_e2e import (
     write_config,
 )
 
-VOLATILE = {"usage", "wall_s", "time", "ledger"}  # what was paid in THIS process, and clocks
+VOLATILE = {"usage", "calls", "rounds", "wall_s", "time", "ledger"}  # paid in THIS process; clocks
 
 
 def optimizer_reply(request: Request):

@@ -1,15 +1,6 @@
-from skillgrad.loop.gate import StrictGate
 from skillgrad.loop.merge import Patch, UnionMerge
 from skillgrad.loop.select import SupportRank, clip, constant, cosine, linear
 from skillgrad.skill import Edit
-
-
-def test_strict_gate_rejects_ties_and_drops():
-    gate = StrictGate()
-    assert gate.decide(0.6, 0.5).accepted
-    tie = gate.decide(0.5, 0.5)
-    assert not tie.accepted and "ties" in tie.reason
-    assert not gate.decide(0.4, 0.5).accepted
 
 
 def test_schedules_start_high_end_low():

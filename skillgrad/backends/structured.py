@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from skillgrad.backends.base import Message, Reply, Usage
 from skillgrad.errors import StructuredOutputError
+from skillgrad.lazy import lazy_import
 from skillgrad.templates import render
+
+if TYPE_CHECKING:
+    import jsonschema
+else:
+    jsonschema = lazy_import("jsonschema")  # loaded on first use
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 

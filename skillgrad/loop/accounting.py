@@ -9,6 +9,7 @@ from typing import Any
 from skillgrad.backends.base import ChatModel, Effort, Message, Reply, Usage
 from skillgrad.budget import Ledger
 from skillgrad.cache import saved_usage
+from skillgrad.loop.rounds import CallClock
 
 
 class BudgetStop(Exception):
@@ -21,6 +22,7 @@ class Accounting:
         self._lock = threading.Lock()
         self._step: dict[str, Usage] = {}
         self._in_flight = 0  # reserved units of work not yet recorded
+        self.clock = CallClock()  # when each paid call ran, for the run's sequential rounds
 
     def reserve(self) -> None:
         """Reserve one unit of work, or raise BudgetStop at a cap. Units in flight count against
@@ -34,11 +36,13 @@ class Accounting:
             if reason:
                 raise BudgetStop(reason)
             self._in_flight += 1
+        self.clock.start()
 
     def record(self, role: str, stage: str, usage: Usage, saved: Usage | None) -> None:
         """Paid usage counts against the budget; `saved` is what a cache hit avoided paying.
         Ends the unit's reservation."""
         self.ledger.record(role, stage, usage, saved=saved)
+        self.clock.end(paid=usage.calls > 0)
         with self._lock:
             self._step[role] = self._step.get(role, Usage()) + usage
             self._in_flight -= 1
@@ -52,6 +56,7 @@ class Accounting:
 
     def release(self) -> None:
         """End a reservation whose unit of work failed without usage to record."""
+        self.clock.end(paid=False)
         with self._lock:
             self._in_flight -= 1
 

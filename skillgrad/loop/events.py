@@ -3,6 +3,8 @@
 Vocabulary (every event also carries `time` = seconds since the run started):
 - run_start:  out, epochs, steps_per_epoch, total_steps, optimizer_backend, target_backend
 - stage_start: stage ("baseline" | "rollout" | "reflect" | "validate" | "test"), step, epoch, total
+              (a racing validation starts one "validate" stage per wave; with overlap, a step's
+              "rollout" stage may run beside the previous step's "validate")
 - task_done:  stage, step, done, total, task_id, score
 - stage_end:  stage, step, mean_score (None for reflect)
 - step_end:   step, epoch, action ("accepted" | "rejected" | "skipped"), val_score, best_score,

@@ -1,31 +1,108 @@
-"""The validation gate: a pure accept/reject decision, chosen by name in `GATES`."""
+"""The validation gate: a pure accept/reject decision, chosen by name in `GATES`.
+
+A gate compares per-item validation results (`ValResults`: task id -> one score per repeat) of a
+candidate with the incumbent's, on the incumbent's items. Contract of every gate: acceptance is
+monotone in the candidate's outcomes (raising one never turns an accept into a reject). That is
+what makes `can_still_pass` exact: if a candidate given full marks on every item it has not run
+yet is still rejected, no outcome of those items can make it pass, so racing may stop.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
+
+from skillgrad.loop.significance import paired_permutation_test
+from skillgrad.loop.state import ValResults
+
+__all__ = ["Gate", "GateDecision", "ValResults", "can_still_pass", "make_gate", "mean_of", "optimistic"]
 
 
 @dataclass(frozen=True)
 class GateDecision:
     accepted: bool
     reason: str
+    test: str  # what was compared, e.g. "strict mean" or a named significance test
+    effect: float  # candidate mean - incumbent mean
+    p_value: float | None = None  # None for gates without a significance test
+    alpha: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "test": self.test,
+            "effect": round(self.effect, 6),
+            "p_value": None if self.p_value is None else round(self.p_value, 6),
+            "alpha": self.alpha,
+        }
 
 
 class Gate(Protocol):
-    def decide(self, candidate: float, current: float) -> GateDecision: ...
+    def decide(self, candidate: Mapping[str, Sequence[float]], incumbent: ValResults) -> GateDecision:
+        """Decide on the incumbent's items; the candidate must have as many outcomes per item."""
+        ...
+
+
+def mean_of(results: Mapping[str, Sequence[float]]) -> float:
+    """The mean over items of each item's mean over repeats (every item weighs the same)."""
+    means = [sum(v) / len(v) for v in results.values() if v]
+    return sum(means) / len(means) if means else 0.0
+
+
+def full_marks(items: Mapping[str, Sequence[float]]) -> ValResults:
+    return {item: [1.0] * len(scores) for item, scores in items.items()}
+
+
+def optimistic(partial: Mapping[str, Sequence[float]], incumbent: ValResults) -> ValResults:
+    """The candidate's known outcomes, completed with full marks for everything still to run."""
+    return {
+        item: list(partial.get(item, [])) + [1.0] * (len(scores) - len(partial.get(item, [])))
+        for item, scores in incumbent.items()
+    }
+
+
+def can_still_pass(gate: Gate, partial: Mapping[str, Sequence[float]], incumbent: ValResults) -> bool:
+    return gate.decide(optimistic(partial, incumbent), incumbent).accepted
 
 
 class StrictGate:
-    """Accept only a strictly higher validation score: a tie keeps the shorter, proven skill."""
+    """Accept only a strictly higher mean validation score: a tie keeps the shorter, proven skill."""
 
     epsilon = 1e-9
 
-    def decide(self, candidate: float, current: float) -> GateDecision:
-        if candidate > current + self.epsilon:
-            return GateDecision(True, f"validation {candidate:.4f} > current {current:.4f}")
-        relation = "ties" if abs(candidate - current) <= self.epsilon else "is below"
-        return GateDecision(False, f"validation {candidate:.4f} {relation} current {current:.4f}")
+    def decide(self, candidate: Mapping[str, Sequence[float]], incumbent: ValResults) -> GateDecision:
+        ours = mean_of({item: candidate[item] for item in incumbent})
+        theirs = mean_of(incumbent)
+        effect = ours - theirs
+        if effect > self.epsilon:
+            return GateDecision(True, f"validation {ours:.4f} > current {theirs:.4f}", "strict mean", effect)
+        relation = "ties" if abs(effect) <= self.epsilon else "is below"
+        return GateDecision(
+            False, f"validation {ours:.4f} {relation} current {theirs:.4f}", "strict mean", effect
+        )
 
 
-GATES: dict[str, type[Gate]] = {"strict": StrictGate}
+class PairedGate:
+    """Accept only an improvement that is significant at `alpha`: item-by-item (paired) exact
+    permutation test over the repeats of each item, one-sided (see `significance`)."""
+
+    test = "paired permutation (one-sided, exact, stratified by item)"
+
+    def __init__(self, alpha: float) -> None:
+        self.alpha = alpha
+
+    def decide(self, candidate: Mapping[str, Sequence[float]], incumbent: ValResults) -> GateDecision:
+        result = paired_permutation_test(candidate, incumbent)
+        accepted = result.effect > 0 and result.p_value <= self.alpha
+        relation = "<=" if result.p_value <= self.alpha else ">"
+        reason = (
+            f"paired: effect {result.effect:+.4f} over {result.items} items, "
+            f"p = {result.p_value:.4f} {relation} alpha {self.alpha}"
+        )
+        return GateDecision(accepted, reason, self.test, result.effect, result.p_value, self.alpha)
+
+
+def make_gate(name: str, alpha: float) -> Gate:
+    """The gate named in `optimizer.gate`; the one place config strings become gate objects."""
+    gates: dict[str, Gate] = {"strict": StrictGate(), "paired": PairedGate(alpha)}
+    return gates[name]

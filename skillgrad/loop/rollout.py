@@ -5,6 +5,8 @@ Results come back in task order whatever the completion order, so a seeded run i
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -14,6 +16,7 @@ from typing import Any
 from skillgrad.backends.base import Agent, AgentResult
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Score, Task
 from skillgrad.cache import saved_usage
+from skillgrad.errors import FatalBackendError
 
 
 @dataclass
@@ -50,30 +53,39 @@ def score_safely(benchmark: Benchmark, task: Task, result: AgentResult) -> Score
 
 
 def run_rollouts(
-    agent: Agent,
+    agent_for: Callable[[int], Agent],
     benchmark: Benchmark,
     tasks: list[Task],
     skill: str,
     *,
-    workspace_for: Callable[[Task], Path],
+    workspace_for: Callable[[int, Task], Path],
     on_done: Callable[[int, Rollout], None],
     before_call: Callable[[], None],
     concurrency: int,
+    slots: threading.Semaphore | None = None,
 ) -> list[Rollout]:
-    """Run every task; `on_done(index, rollout)` persists each as it finishes (crash-safe);
-    `before_call` raises BudgetStop when no further paid call may start."""
+    """Run every task (`agent_for(index)` runs the index-th: repeats of a task use resampling
+    agents); `on_done(index, rollout)` persists each as it finishes (crash-safe); `before_call`
+    raises BudgetStop when no further paid call may start. `slots`, shared by stages that run
+    side by side, bounds their calls in flight together."""
+
+    refused: list[FatalBackendError] = []  # set by the first refusal: no further task starts
 
     def one(index: int, task: Task) -> Rollout:
-        before_call()
-        workspace = workspace_for(task)
-        if isinstance(benchmark, AgenticBenchmark):
-            benchmark.prepare(task, workspace)
-        try:
-            result = agent.run(task, skill, workspace)
-        except (
-            Exception
-        ) as exc:  # Agent contract says never raise; a buggy backend still must not kill the run
-            result = AgentResult(answer="", is_error=True, error=f"{type(exc).__name__}: {exc}")
+        if refused:
+            raise refused[0]
+        with slots if slots is not None else contextlib.nullcontext():
+            before_call()
+            workspace = workspace_for(index, task)
+            if isinstance(benchmark, AgenticBenchmark):
+                benchmark.prepare(task, workspace)
+            try:
+                result = agent_for(index).run(task, skill, workspace)
+            except FatalBackendError as exc:
+                refused.append(exc)
+                raise  # refused key / no credit: every task would fail, the run stops (errors.py)
+            except Exception as exc:  # Agent must not raise; a buggy backend still must not kill the run
+                result = AgentResult(answer="", is_error=True, error=f"{type(exc).__name__}: {exc}")
         if result.workspace is None:
             result.workspace = workspace
         rollout = Rollout(task, result, score_safely(benchmark, task, result))
@@ -82,4 +94,8 @@ def run_rollouts(
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         futures = [pool.submit(one, i, t) for i, t in enumerate(tasks)]
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except FatalBackendError:
+            pool.shutdown(wait=True, cancel_futures=True)  # tasks not started yet never start
+            raise

@@ -7,6 +7,8 @@ from typing import Any
 
 from skillgrad.skill import Edit
 
+ValResults = dict[str, list[float]]  # task id -> score of each repeat
+
 
 def version_name(version: int) -> str:
     return f"v{version:04d}"
@@ -26,7 +28,11 @@ class TrainState:
     rejected: int = 0
     rejected_epoch: int = 0  # epoch the rejected buffer belongs to
     rejected_edits: list[Edit] = field(default_factory=list)
-    val_scores: dict[str, float] = field(default_factory=dict)  # skill content hash -> val score
+    # skill content hash -> its per-item val results (racing may leave a rejected one partial)
+    val_results: dict[str, ValResults] = field(default_factory=dict)
+    # skill content hash -> train task ids that passed with it (for the `no_failures` stop)
+    train_passed: dict[str, list[str]] = field(default_factory=dict)
+    rounds: int = 0  # sequential rounds of calls so far (observed), kept across a resume
 
     def outcome(self) -> dict[str, Any]:
         """The scores and counts a run summary reports."""
@@ -49,4 +55,5 @@ class TrainState:
     def from_json(cls, data: dict[str, Any]) -> TrainState:
         data = dict(data)
         data["rejected_edits"] = [Edit.from_json(e) for e in data.get("rejected_edits", [])]
+        data.pop("val_scores", None)  # older runs kept only means; their incumbent is validated anew
         return cls(**data)

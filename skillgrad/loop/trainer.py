@@ -1,50 +1,46 @@
 """Epochs -> steps. Orchestration only: every stage is a function of its inputs; every side
-effect goes through RunDir (disk), Events (progress) and the usage ledger (budget)."""
+effect goes through RunDir (disk), Events (progress) and the usage ledger (budget).
+
+Overlap (`train.overlap`, the default): the baseline runs beside step 1's rollouts; while a
+candidate is validated, the next step's rollouts run with it (redone with the incumbent if it is
+rejected); after a batch without failures the rest of the epoch is rolled out at once. `Ahead`
+hands a step only rollouts made with the skill the sequential order would give it, so decisions
+and skills are exactly those of `train.overlap: false`.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import random
-import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillgrad.backends.base import Agent, ChatModel
-from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark, Task
+from skillgrad.benchmarks.base import Benchmark, Task
 from skillgrad.budget import Ledger
-from skillgrad.cache import saved_usage
 from skillgrad.config import Config
-from skillgrad.errors import BackendError, StructuredOutputError
-from skillgrad.loop.accounting import Accounting, BudgetStop, MeteredChatModel
+from skillgrad.errors import FatalBackendError
+from skillgrad.loop.accounting import Accounting, BudgetStop
+from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.echo import PromptEcho
 from skillgrad.loop.events import Events
-from skillgrad.loop.gate import GATES
-from skillgrad.loop.merge import MERGERS, Patch
-from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
-from skillgrad.loop.rewrite import ANALYSTS
-from skillgrad.loop.rollout import Rollout, mean_score, run_rollouts
+from skillgrad.loop.gate import make_gate, mean_of
+from skillgrad.loop.merge import MERGERS
+from skillgrad.loop.rollout import Rollout, mean_score
 from skillgrad.loop.select import RANKERS, SCHEDULES, select_valid
+from skillgrad.loop.stages import Roles, Stages, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
-from skillgrad.runs import TRACE_FILE, RunDir
+from skillgrad.loop.stopping import stop_reason
+from skillgrad.loop.validate import Validation, ValUnit, validate
+from skillgrad.loop.verdict import gate_record, judge
+from skillgrad.runs import RunDir
 from skillgrad.skill import EditOutcome, SkillDoc
-from skillgrad.traces.steps import TraceCaps
 
+__all__ = ["Roles", "Trainer", "TrainingFailed"]
 
-class TrainingFailed(RuntimeError):
-    """The run cannot go on (e.g. the optimizer never returns usable JSON); finished work is kept."""
-
-
-@dataclass
-class Roles:
-    optimizer: ChatModel | None
-    agent: Agent
-    harness: bool  # the target is an agent harness: traces are written per rollout
-    trace_name: str | None = None  # the harness's name in the analyst's trace heading
-    trace_file: str = TRACE_FILE  # each rollout's rendered trace steps
-    judge: ChatModel | None = None  # scores a JudgedBenchmark's rollouts
-    samplers: list[ChatModel] = field(default_factory=list)  # the optimizer for extra proposals
+Plan = list[tuple[int, int, list[Task]]]  # (step, epoch, batch) of the whole run
 
 
 class Trainer:
@@ -65,120 +61,51 @@ class Trainer:
         self.events = events
         self.ledger = ledger
         self.initial_skill = initial_skill
-        self.caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
-        self.gate = GATES[cfg.optimizer.gate]()
+        self.gate = make_gate(cfg.optimizer.gate, cfg.optimizer.gate_alpha)
         self.merger = MERGERS[cfg.optimizer.merge]()
         self.ranker = RANKERS[cfg.optimizer.rank]()
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
-        self.analyst = ANALYSTS[cfg.optimizer.edit_mode]
         self.echo = PromptEcho.of_templates()
-        # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not to.
-        self.include_traces = roles.harness and cfg.model.traces_to_optimizer(cfg.model.backend_for("target"))
-        self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
-        self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
         self.accounting = Accounting(ledger)
-        if isinstance(benchmark, JudgedBenchmark):
-            if roles.judge is None:
-                raise TrainingFailed(
-                    f"benchmark '{benchmark.name}' is scored by a judge, but no judge role was built"
-                )
-            benchmark.use_judge(MeteredChatModel(roles.judge, self.accounting, "optimizer", "judge"))
+        self.stages = Stages(cfg, benchmark, roles, run, events, self.accounting)
+        self.ahead: Ahead | None = None  # set while `train` runs with overlap
         self._splits: dict[str, list[Task]] = {}
-        self.epoch: int | None = None  # the epoch in progress, for progress events
-        self._lock = threading.Lock()
+        self._rounds_before = 0  # observed rounds of earlier sessions of a resumed run
 
-    # -- stages ---------------------------------------------------------------------------------
     def rollouts(self, tasks: list[Task], skill: str, prefix: Path, stage: str, step: int) -> list[Rollout]:
-        self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks))
-        done = [0]
+        return self.stages.rollouts(tasks, skill, prefix, stage, step)
 
-        def on_done(index: int, rollout: Rollout) -> None:
-            self.accounting.record("target", stage, rollout.result.usage, saved_usage(rollout.result))
-            self.run.write_rollout(
-                prefix, rollout, harness=self.roles.harness, caps=self.caps, trace_file=self.roles.trace_file
-            )
-            with self._lock:
-                done[0] += 1
-                count = done[0]
-            self.events.emit(
-                "task_done",
-                stage=stage,
-                step=step,
-                done=count,
-                total=len(tasks),
-                task_id=rollout.task.id,
-                score=rollout.score.value,
-            )
+    # -- train rollouts -------------------------------------------------------------------------
+    def _train_rollouts(self, step: int, batch: list[Task], skill: str) -> list[Rollout]:
+        prefix = self.run.step_dir(step) / "rollouts" / "train"
+        return self.stages.rollouts(batch, skill, prefix, "rollout", step, fresh=True)
 
-        results = run_rollouts(
-            self.roles.agent,
-            self.benchmark,
-            tasks,
-            skill,
-            workspace_for=lambda task: self.run.fresh_workspace(prefix, task, create=self.needs_workspace),
-            on_done=on_done,
-            before_call=self.accounting.reserve,
-            concurrency=self.cfg.train.concurrency,
-        )
-        self.events.emit("stage_end", stage=stage, step=step, mean_score=mean_score(results))
-        return results
+    def _prefetch(self, plan: Plan, skill: str) -> None:
+        if self.ahead is not None:
+            for step, _, batch in plan:
+                self.ahead.start(step, skill, functools.partial(self._train_rollouts, step, batch, skill))
 
-    def reflect(self, step: int, state: TrainState, rollouts: list[Rollout], lr: int) -> list[Patch]:
-        optimizer = self.roles.optimizer
-        assert optimizer is not None, "training needs an optimizer role"
-        size = self.cfg.train.minibatch_size
-        minibatches = [rollouts[i : i + size] for i in range(0, len(rollouts), size)]
-        # Minibatches where every task passed carry no signal for a fix: skip their cost.
-        failing = [(i, mb) for i, mb in enumerate(minibatches) if any(not r.score.passed for r in mb)]
-        chats = [optimizer, *self.roles.samplers][: self.cfg.optimizer.proposals_per_minibatch]
-        work = [(i, mb, k) for i, mb in failing for k in range(len(chats))]
-        self.events.emit("stage_start", stage="reflect", step=step, epoch=self.epoch, total=len(work))
-        rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
-
-        def one(index: int, minibatch: list[Rollout], proposal: int) -> Patch | Exception:
-            self.accounting.reserve()
-            inputs = AnalystInputs(
-                state.current_text,
-                minibatch,
-                rejected,
-                max(lr, self.cfg.optimizer.max_proposed_edits),
-                self.include_traces,
-                self.caps,
-                self.cfg.trace.prompt_chars,
-                self.trace_heading,
-            )
-            name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "")
-            record_path = self.run.step_dir(step) / "reflections" / f"{name}.json"
-            try:
-                patch, reply, messages = self.analyst(
-                    chats[proposal], inputs, index, self.cfg.model.effort_for("optimizer"), proposal
-                )
-            except (StructuredOutputError, BackendError) as exc:
-                self.accounting.release()
-                self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
-                return exc
-            self.accounting.record("optimizer", "reflect", reply.usage, saved_usage(reply))
-            self.run.write_json(record_path, reflection_record(index, minibatch, messages, reply, patch))
-            return patch
-
-        with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
-            outcomes = list(pool.map(lambda item: one(*item), work))
-        errors = [o for o in outcomes if isinstance(o, Exception)]
-        if work and len(errors) == len(work):
-            raise TrainingFailed(f"every reflection of step {step} failed; last error: {errors[-1]}")
-        self.events.emit("stage_end", stage="reflect", step=step, mean_score=None)
-        return [o for o in outcomes if isinstance(o, Patch)]
+    def train_batch(self, state: TrainState, step: int, batch: list[Task]) -> list[Rollout]:
+        rollouts, discarded = self.ahead.take(step, state.current_text) if self.ahead else (None, False)
+        if discarded:
+            self.events.emit("message", text=f"step {step}: redoing rollouts made with the rejected skill")
+        if rollouts is None:
+            rollouts = self._train_rollouts(step, batch, state.current_text)
+        passed = state.train_passed.setdefault(SkillDoc(state.current_text).content_hash, [])
+        passed.extend(r.task.id for r in rollouts if r.score.passed and r.task.id not in passed)
+        return rollouts
 
     # -- one step -------------------------------------------------------------------------------
-    def step(self, state: TrainState, step: int, epoch: int, batch: list[Task], total_steps: int) -> None:
+    def step(self, state: TrainState, plan: Plan, index: int, total_steps: int) -> None:
+        step, epoch, batch = plan[index]
         self.accounting.start_step()
         before = state.current_score
         folder = self.run.step_dir(step)
         lr = self.schedule(
             step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
         )
-        train = self.rollouts(batch, state.current_text, folder / "rollouts" / "train", "rollout", step)
-        patches = self.reflect(step, state, train, lr)
+        train = self.train_batch(state, step, batch)
+        patches = self.stages.reflect(step, state, train, lr)
         ranked = self.ranker.rank(self.merger.merge(patches))
         chosen = select_valid(
             ranked,
@@ -206,7 +133,7 @@ class Trainer:
         )
         self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
         self.run.write_text(folder / "candidate_skill.md", candidate.text)
-        record = self._validate_and_gate(state, step, candidate, outcomes)
+        record = self._validate_and_gate(state, step, candidate, outcomes, plan[index + 1 : index + 2])
         state.step = step
         self.run.append_history(
             {
@@ -232,49 +159,43 @@ class Trainer:
         )
 
     def _validate_and_gate(
-        self,
-        state: TrainState,
-        step: int,
-        candidate: SkillDoc,
-        outcomes: list[EditOutcome],
+        self, state: TrainState, step: int, candidate: SkillDoc, outcomes: list[EditOutcome], nxt: Plan
     ) -> dict[str, Any]:
-        folder = self.run.step_dir(step)
         applied = [o.edit for o in outcomes if o.status == "applied"]
         edits = [{**o.edit.to_json(), "status": o.status, "reason": o.reason} for o in outcomes]
         base = {"current_score": state.current_score, "edits": edits, "version": None, "cached": False}
+        gate_path = self.run.step_dir(step) / "gate.json"
         if not applied or candidate.text == state.current_text:
-            gate = {
-                "accepted": False,
-                "reason": "no edit applied",
-                "candidate_score": None,
-                "current_score": state.current_score,
-                "cached": False,
-            }
-            self.run.write_json(folder / "gate.json", gate)
+            self.run.write_json(gate_path, gate_record(None, None, state.current_score, self.cfg))
             return {**base, "action": "skipped", "val_score": None, "best_score": state.best_score}
-        cached = candidate.content_hash in state.val_scores
-        if cached:
-            score = state.val_scores[candidate.content_hash]
-            self.events.emit(
-                "message", text=f"step {step}: candidate seen before, reusing its validation score"
-            )
-        else:
-            val = self.rollouts(
-                self.benchmark_split("val"), candidate.text, folder / "rollouts" / "val", "validate", step
-            )
-            score = mean_score(val)
-            state.val_scores[candidate.content_hash] = score
-        decision = self.gate.decide(score, state.current_score)
-        self.run.write_json(
-            folder / "gate.json",
-            {
-                "accepted": decision.accepted,
-                "reason": decision.reason,
-                "candidate_score": score,
-                "current_score": state.current_score,
-                "cached": cached,
-            },
+        incumbent = self.incumbent_results(state)
+        known = state.val_results.get(candidate.content_hash, {})
+        racing = self.cfg.optimizer.validation == "racing"
+        waves = self.cfg.optimizer.race_waves if racing else 1
+        if known:
+            self.events.emit("message", text=f"step {step}: candidate seen before, reusing its validation")
+
+        def before_wave(results: dict[str, list[float]]) -> None:
+            # The next step's rollouts run with the candidate meanwhile. With several waves they
+            # start once the candidate has missed an item: a candidate still perfect may end the
+            # run (no headroom left), and rollouts started for it would be paid for nothing.
+            if waves == 1 or any(s < 1.0 for scores in results.values() for s in scores):
+                self._prefetch(nxt, candidate.text)
+
+        val = validate(
+            self.benchmark_split("val"),
+            self.cfg.optimizer.val_repeats,
+            waves,
+            known,
+            lambda units: self._val_units(step, candidate.text, "validate", units),
+            self.gate if racing else None,
+            incumbent,
+            before_wave=before_wave,
         )
+        state.val_results[candidate.content_hash] = val.results
+        decision = judge(self.gate, val, incumbent)
+        score = mean_of(val.results)
+        self.run.write_json(gate_path, gate_record(decision, val, state.current_score, self.cfg))
         version = None
         if decision.accepted:
             state.version += 1
@@ -295,8 +216,44 @@ class Trainer:
             "val_score": score,
             "best_score": state.best_score,
             "version": version,
-            "cached": cached,
+            "cached": val.calls == 0,
         }
+
+    # -- validation -----------------------------------------------------------------------------
+    def _val_units(
+        self, step: int, skill: str, stage: str, units: list[ValUnit], split: str = "val"
+    ) -> list[Rollout]:
+        """Val rollouts under `rollouts/<split>`; repeat r > 0 of a task under `<split>-r{r+1}`."""
+        base = self.run.step_dir(step) / "rollouts"
+        folders = [base / (split if u.repeat == 0 else f"{split}-r{u.repeat + 1}") for u in units]
+        repeats = [u.repeat for u in units]
+        return self.stages.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
+
+    def full_validation(
+        self, step: int, skill: str, stage: str, known: dict[str, list[float]], split: str = "val"
+    ) -> Validation:
+        ran: list[Rollout] = []
+
+        def run_units(units: list[ValUnit]) -> list[Rollout]:
+            ran.extend(self._val_units(step, skill, stage, units, split))
+            return ran[-len(units) :]
+
+        val = validate(self.benchmark_split("val"), self.cfg.optimizer.val_repeats, 1, known, run_units)
+        if ran and all(r.result.is_error for r in ran):
+            raise TrainingFailed(f"every {stage} task failed; first error: {ran[0].result.error}")
+        return val
+
+    def incumbent_results(self, state: TrainState) -> dict[str, list[float]]:
+        """The incumbent's per-item results (a run resumed from an older state validates anew)."""
+        key = SkillDoc(state.current_text).content_hash
+        results = state.val_results.get(key, {})
+        if len(results) < len(self.benchmark_split("val")) or any(
+            len(v) < self.cfg.optimizer.val_repeats for v in results.values()
+        ):
+            val = self.full_validation(state.step, state.current_text, "validate", results, "val-incumbent")
+            results = val.results
+            state.val_results[key] = results
+        return results
 
     # -- splits ---------------------------------------------------------------------------------
     def benchmark_split(self, split: str) -> list[Task]:
@@ -314,6 +271,11 @@ class Trainer:
     def steps_per_epoch(self) -> int:
         return math.ceil(len(self.benchmark_split("train")) / self.cfg.train.batch_size)
 
+    def plan(self) -> Plan:
+        epochs = range(1, self.cfg.train.epochs + 1)
+        steps = [(epoch, batch) for epoch in epochs for batch in self.batches(epoch)]
+        return [(number, epoch, batch) for number, (epoch, batch) in enumerate(steps, start=1)]
+
     # -- the run --------------------------------------------------------------------------------
     def train(self, state: TrainState | None = None) -> dict[str, Any]:
         """Baseline, epochs of steps, final test; returns the summary (also written to disk)."""
@@ -327,30 +289,30 @@ class Trainer:
             optimizer_backend=self.cfg.model.optimizer_backend,
             target_backend=self.cfg.model.target_backend,
         )
-        stopped = "completed"
+        stopped, reason, test = "completed", None, None
+        self._rounds_before = state.rounds if state else 0
         try:
-            state = state or self.baseline()
-            step = 0
-            for epoch in range(1, self.cfg.train.epochs + 1):
-                self.epoch = epoch
-                for batch in self.batches(epoch):
-                    step += 1
-                    if step <= state.step:
-                        continue  # finished before a resume
-                    if state.rejected_epoch != epoch:
-                        state.rejected_edits, state.rejected_epoch = [], epoch
-                    self.step(state, step, epoch, batch, total_steps)
-                    self.checkpoint(state)
-            test = self.final_test(state) if self.cfg.benchmark.test_size > 0 else None
+            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ahead") as pool:
+                self.ahead = Ahead(pool) if self.cfg.train.overlap else None
+                try:
+                    state, stopped, reason = self._steps(state, total_steps)
+                finally:
+                    if self.ahead is not None:
+                        self.ahead.drain()
+                    self.ahead = None
+            if self.cfg.benchmark.test_size > 0:
+                test = self.final_test(state)
         except BudgetStop as stop:
-            stopped, test = "budget", None
+            stopped, reason, test = "budget", str(stop), None
             self.events.emit("message", text=f"budget reached: {stop}; keeping the best skill so far")
-        except TrainingFailed as failure:
-            # Keep a truthful summary of the finished work before reporting the failure.
-            self.summary(state or TrainState(), "error", None, error=str(failure))
+        except (TrainingFailed, FatalBackendError, OSError) as failure:
+            # Keep a truthful summary of the finished work before reporting the failure (unless
+            # the failure is a full disk that refuses the summary too).
+            with contextlib.suppress(OSError):
+                self.summary(state or TrainState(), "error", None, error=str(failure))
             raise
         state = state or TrainState()
-        summary = self.summary(state, stopped, test)
+        summary = self.summary(state, stopped, test, reason=reason)
         self.events.emit(
             "run_end",
             best_score=state.best_score,
@@ -360,23 +322,43 @@ class Trainer:
         )
         return summary
 
+    def _steps(self, state: TrainState | None, total_steps: int) -> tuple[TrainState, str, str | None]:
+        plan = self.plan()
+        pending = [i for i, (step, _, _) in enumerate(plan) if state is None or step > state.step]
+        if state is None:
+            if pending:  # step 1's rollouts need only the initial skill: they run beside the baseline
+                self._prefetch(plan[pending[0] : pending[0] + 1], self.initial_skill)
+            state = self.baseline()
+        for index in pending:
+            step, epoch, _ = plan[index]
+            why = stop_reason(self.gate, state, self.incumbent_results(state), plan[index:], self.ahead)
+            if why is not None:
+                self.events.emit("message", text=f"stopping before step {step}: {why[1]}")
+                return state, why[0], why[1]
+            self.stages.epoch = epoch
+            if state.rejected_epoch != epoch:
+                state.rejected_edits, state.rejected_epoch = [], epoch
+            self.step(state, plan, index, total_steps)
+            self.checkpoint(state)
+        return state, "completed", None
+
     def baseline(self) -> TrainState:
         text = self.initial_skill
         self.run.write_skill(0, text)
         self.run.write_text("best_skill.md", text)
-        val = self.rollouts(
-            self.benchmark_split("val"), text, self.run.step_dir(0) / "rollouts" / "val", "baseline", 0
-        )
-        if val and all(r.result.is_error for r in val):
-            raise TrainingFailed(f"every baseline task failed; first error: {val[0].result.error}")
-        score = mean_score(val)
+        val = self.full_validation(0, text, "baseline", {})
+        score = mean_of(val.results)
         state = TrainState(current_text=text, current_score=score, baseline_score=score, best_score=score)
-        state.val_scores[SkillDoc(text).content_hash] = score
+        state.val_results[SkillDoc(text).content_hash] = val.results
         self.checkpoint(state)
         return state
 
+    def rounds(self) -> int:
+        return self._rounds_before + self.accounting.clock.rounds()
+
     def checkpoint(self, state: TrainState) -> None:
         """The resume point: written only after a unit of work is complete on disk."""
+        state.rounds = self.rounds()
         self.run.write_json("state.json", {**state.to_json(), "ledger": self.ledger.to_json()})
 
     def final_test(self, state: TrainState) -> dict[str, Any]:
@@ -387,7 +369,7 @@ class Trainer:
             text = (self.run.path("skills", f"{version_name(version)}.md")).read_text(encoding="utf-8")
             prefix = Path("test") / version_name(version)
             results[version_name(version)] = mean_score(
-                self.rollouts(tasks, text, prefix, "test", state.step)
+                self.stages.rollouts(tasks, text, prefix, "test", state.step)
             )
         return {
             "baseline": results["v0000"],
@@ -396,20 +378,38 @@ class Trainer:
         }
 
     def summary(
-        self, state: TrainState, stopped: str, test: dict[str, Any] | None, error: str | None = None
+        self,
+        state: TrainState,
+        stopped: str,
+        test: dict[str, Any] | None,
+        error: str | None = None,
+        reason: str | None = None,
     ) -> dict[str, Any]:
         summary: dict[str, Any] = {
             **state.outcome(),
             "stopped": stopped,
+            "stop_reason": reason,
             "test": test,
             "optimizer_backend": self.cfg.model.optimizer_backend,
             "target_backend": self.cfg.model.target_backend,
             "optimizer_model": self.roles.optimizer.model if self.roles.optimizer else None,
             "target_model": self.roles.agent.model,
             "wall_s": round(self.events.elapsed(), 3),
+            "calls": calls_summary(self.ledger),
+            "rounds": self.rounds(),
             "usage": self.ledger.to_json(),
         }
         if error:
             summary["error"] = error
         self.run.write_json("summary.json", summary)
         return summary
+
+
+def calls_summary(ledger: Ledger) -> dict[str, Any]:
+    """Paid calls: total, by role, and by role and stage (`role/stage`)."""
+    data = ledger.to_json()
+    return {
+        "total": data["total"]["calls"],
+        "by_role": {k: v["calls"] for k, v in data["by_role"].items()},
+        "by_stage": {k: v["calls"] for k, v in data["by_role_stage"].items()},
+    }

@@ -221,9 +221,10 @@ def facts(run: Run) -> list[tuple[str, str]]:
             f"{s.get('steps', len(run.history))} ({s.get('accepted', '?')} accepted, "
             f"{s.get('rejected', '?')} rejected)",
         ),
-        ("stopped", str(s.get("stopped", "in progress" if not s else "?"))),
+        ("stopped", str(s.get("stopped", "in progress" if not s else "?")) + _reason(s)),
         ("wall time", f"{float(s['wall_s']) / 60:.1f} min" if _num(s.get("wall_s")) is not None else "?"),
         ("tokens", f"{total.total_tokens:,} ({total.calls:,} calls)"),
+        ("calls · rounds", _calls_and_rounds(s, total.calls)),
         ("cost", ledger.fmt_cost(total)),
     ]
     if run.eval:
@@ -237,6 +238,21 @@ def facts(run: Run) -> list[tuple[str, str]]:
             ),
         )
     return rows
+
+
+def _reason(summary: dict[str, Any]) -> str:
+    reason = summary.get("stop_reason")
+    return f": {reason}" if isinstance(reason, str) and reason else ""
+
+
+def _calls_and_rounds(summary: dict[str, Any], calls: int) -> str:
+    """Paid calls and the sequential rounds they took (a round: calls that had to wait for the
+    previous ones; at a fixed latency L the run lasts at least L x rounds)."""
+    rounds = summary.get("rounds")
+    if not isinstance(rounds, int):
+        return f"{calls:,} calls"
+    per_round = f", {calls / rounds:.1f} calls per round" if rounds else ""
+    return f"{calls:,} calls in {rounds:,} sequential rounds{per_round}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,186 @@
+"""Can noise fool the gate? The `paired` and `strict` gates against a target that answers at random.
+
+    python bench/gate_noise.py                     # 200 trials per model, the figures of docs/benchmarks.md
+    python bench/gate_noise.py --trials 50 --k 3 --alpha 0.05
+
+The scripted target answers each val item correctly with that item's own fixed probability, drawn
+anew on every call (seeded). Both gates run through skillgrad's own validation: `run_rollouts`
+with the scripted agent, `validate` in racing waves (`optimizer.race_waves`, default 2) and the
+gate object the trainer builds. The incumbent's results are measured once per trial, as in a run.
+
+- A/A: the candidate is the incumbent (same probabilities). Any acceptance is noise; the paired
+  gate must accept at most `alpha` of the time. The strict gate's rate is printed beside it.
+- A/B: the candidate truly adds +10 points (the mean probability rises by 0.10): the share of
+  trials it is accepted in (the gate's power), and the calls each gate spent per trial.
+
+Noise models (16 val items; how the item probabilities are drawn, and where the gain goes):
+- `uniform`:  p ~ U(0, 1); the gain spread evenly (+0.10 on every item, topped up where capped).
+- `u-shaped`: p ~ Beta(0.2, 0.2) (most items nearly always right or wrong, a few flaky); the gain
+  fixes the weakest items (a learned rule fixes the items it applies to).
+- `stable`:   p in {0, 1} (the target is deterministic on most items); the gain makes two failing
+  items right 80 % of the time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from statistics import mean
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from skillgrad.backends.base import AgentResult, Usage  # noqa: E402
+from skillgrad.benchmarks.base import Score, Task  # noqa: E402
+from skillgrad.loop.gate import Gate, make_gate  # noqa: E402
+from skillgrad.loop.rollout import Rollout, run_rollouts  # noqa: E402
+from skillgrad.loop.validate import ValUnit, validate  # noqa: E402
+from skillgrad.loop.verdict import judge  # noqa: E402
+
+ITEMS = 16
+GAIN = 0.10
+
+
+class NoisyTarget:
+    """Answers "right" with the item's probability under the skill it is given, per call."""
+
+    name, model = "scripted", "noisy"
+
+    def __init__(self, probabilities: dict[str, dict[str, float]], seed: int) -> None:
+        self.probabilities = probabilities  # skill -> task id -> P(correct)
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+
+    def run(self, task: Task, skill: str, workspace: Path) -> AgentResult:
+        with self.lock:
+            right = self.rng.random() < self.probabilities[skill][task.id]
+        return AgentResult(answer="right" if right else "wrong", usage=Usage(10, 1, 1))
+
+
+class ExactBenchmark:
+    name = "noisy"
+
+    def load(self, split: str) -> list[Task]:
+        return [Task(id=f"item{i:02d}", question="?", answers=("right",)) for i in range(ITEMS)]
+
+    def score(self, task: Task, result: AgentResult) -> Score:
+        ok = result.answer == "right"
+        return Score(float(ok), ok, "")
+
+
+def spread_gain(probs: list[float]) -> list[float]:
+    out, need = list(probs), GAIN * len(probs)
+    while need > 1e-9:
+        room = [i for i, p in enumerate(out) if p < 1.0]
+        share = need / len(room)
+        for i in room:
+            up = min(share, 1.0 - out[i])
+            out[i] += up
+            need -= up
+    return out
+
+
+def fix_weakest(probs: list[float], per_item: float = 1.0) -> list[float]:
+    out, need = list(probs), GAIN * len(probs)
+    for i in sorted(range(len(out)), key=lambda i: out[i]):
+        up = min(need, per_item, 1.0 - out[i])
+        out[i] += up
+        need -= up
+        if need <= 1e-9:
+            break
+    return out
+
+
+def draw_model(name: str, rng: random.Random) -> tuple[list[float], list[float]]:
+    """(incumbent probabilities, the +10 point candidate's probabilities)."""
+    if name == "uniform":
+        probs = [rng.random() for _ in range(ITEMS)]
+        return probs, spread_gain(probs)
+    if name == "u-shaped":
+        probs = [rng.betavariate(0.2, 0.2) for _ in range(ITEMS)]
+        return probs, fix_weakest(probs)
+    probs = [float(rng.random() < 0.5) for _ in range(ITEMS)]
+    probs[0] = probs[1] = 0.0  # at least two failing items to fix
+    return probs, fix_weakest(probs, per_item=0.8)
+
+
+def runner(agent: NoisyTarget, skill: str) -> Callable[[list[ValUnit]], list[Rollout]]:
+    def run_units(units: list[ValUnit]) -> list[Rollout]:
+        return run_rollouts(
+            lambda _i: agent,
+            ExactBenchmark(),
+            [u.task for u in units],
+            skill,
+            workspace_for=lambda _i, _t: Path("."),
+            on_done=lambda _i, _r: None,
+            before_call=lambda: None,
+            concurrency=8,
+        )
+
+    return run_units
+
+
+def trial(gate: Gate, k: int, waves: int, incumbent_p: list[float], candidate_p: list[float], seed: int):
+    tasks = ExactBenchmark().load("val")
+    probabilities = {
+        "incumbent": {t.id: p for t, p in zip(tasks, incumbent_p, strict=True)},
+        "candidate": {t.id: p for t, p in zip(tasks, candidate_p, strict=True)},
+    }
+    agent = NoisyTarget(probabilities, seed)
+    incumbent = validate(tasks, k, 1, {}, runner(agent, "incumbent")).results
+    val = validate(tasks, k, waves, {}, runner(agent, "candidate"), gate, incumbent)
+    return judge(gate, val, incumbent).accepted, val.calls
+
+
+def measure(model: str, gate_name: str, k: int, alpha: float, waves: int, trials: int) -> dict[str, float]:
+    gate = make_gate(gate_name, alpha)
+    rng = random.Random(f"{model}:{gate_name}")
+    aa, ab, aa_calls, ab_calls = [], [], [], []
+    for t in range(trials):
+        incumbent_p, better_p = draw_model(model, rng)
+        accepted, calls = trial(gate, k, waves, incumbent_p, incumbent_p, seed=2 * t)
+        aa.append(accepted)
+        aa_calls.append(calls)
+        accepted, calls = trial(gate, k, waves, incumbent_p, better_p, seed=2 * t + 1)
+        ab.append(accepted)
+        ab_calls.append(calls)
+    return {
+        "aa_rate": mean(aa),
+        "ab_rate": mean(ab),
+        "aa_calls": mean(aa_calls),
+        "ab_calls": mean(ab_calls),
+        "incumbent_calls": ITEMS * k,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--k", type=int, default=3, help="val_repeats of the paired gate")
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--waves", type=int, default=2, help="racing waves (1 = full validation)")
+    args = parser.parse_args()
+    print(
+        f"{ITEMS} val items, {args.trials} trials per model, racing in {args.waves} waves; "
+        f"paired: k = {args.k}, alpha = {args.alpha}; strict: k = 1\n"
+    )
+    print("| noise model | gate | A/A accepted (noise) | A/B accepted (+10 points) | calls A/A | calls A/B |")
+    print("|---|---|---|---|---|---|")
+    for model in ("uniform", "u-shaped", "stable"):
+        for gate_name, k in (("paired", args.k), ("strict", 1)):
+            r = measure(model, gate_name, k, args.alpha, args.waves, args.trials)
+            print(
+                f"| {model} | {gate_name} (k={k}) | {r['aa_rate']:.1%} | {r['ab_rate']:.1%} | "
+                f"{r['aa_calls']:.1f} | {r['ab_calls']:.1f} |"
+            )
+    print("\nCalls: a candidate's validation per trial (the incumbent's 16 x k are paid once).")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

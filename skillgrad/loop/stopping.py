@@ -1,0 +1,38 @@
+"""Early stop: the reasons a run may end before its last step, checked before every step.
+
+- `no_headroom`: even a candidate with full marks on every val item would be rejected by the
+  gate (a strict gate once the incumbent scores 1.0; a paired gate once no result could be
+  significant), so no later step can change the skill.
+- `no_failures`: every task of every remaining train batch has already passed with the current
+  skill in this run (rolled out ahead, or in an earlier epoch: the call cache would replay the
+  same passes), so no remaining step has a failure to learn from.
+"""
+
+from __future__ import annotations
+
+from skillgrad.benchmarks.base import Task
+from skillgrad.loop.ahead import Ahead
+from skillgrad.loop.gate import Gate, ValResults, can_still_pass
+from skillgrad.loop.state import TrainState
+from skillgrad.skill import SkillDoc
+
+
+def stop_reason(
+    gate: Gate,
+    state: TrainState,
+    incumbent: ValResults,
+    remaining: list[tuple[int, int, list[Task]]],
+    ahead: Ahead | None,
+) -> tuple[str, str] | None:
+    """(code, sentence) when the run should stop before the first of `remaining`, else None."""
+    if not can_still_pass(gate, {}, incumbent):
+        score = state.current_score
+        return "no_headroom", f"the skill scores {score:.4f} on val: no candidate can pass the gate any more"
+    passed = set(state.train_passed.get(SkillDoc(state.current_text).content_hash, []))
+    for step, _, batch in remaining:
+        if all(task.id in passed for task in batch):
+            continue
+        ahead_rollouts = ahead.peek(step, state.current_text) if ahead is not None else None
+        if ahead_rollouts is None or not all(r.score.passed for r in ahead_rollouts):
+            return None
+    return "no_failures", "every remaining train batch passes with the current skill: nothing to learn from"

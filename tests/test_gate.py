@@ -1,0 +1,164 @@
+"""The gates, the paired significance test and racing's bound, as pure functions."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from skillgrad.backends.base import AgentResult
+from skillgrad.benchmarks.base import Score, Task
+from skillgrad.loop.gate import PairedGate, StrictGate, can_still_pass, make_gate, mean_of, optimistic
+from skillgrad.loop.rollout import Rollout
+from skillgrad.loop.significance import paired_permutation_test
+from skillgrad.loop.validate import ValUnit, validate, wave_plan
+
+
+def results(*rows: list[float]) -> dict[str, list[float]]:
+    return {f"t{i}": list(row) for i, row in enumerate(rows)}
+
+
+def test_strict_gate_compares_means_and_rejects_ties() -> None:
+    gate = StrictGate()
+    incumbent = results([1.0], [0.0], [0.0], [1.0])
+    assert gate.decide(results([1.0], [1.0], [0.0], [1.0]), incumbent).accepted
+    tie = gate.decide(results([0.0], [1.0], [0.0], [1.0]), incumbent)
+    assert not tie.accepted and "ties" in tie.reason and tie.effect == 0
+    assert not gate.decide(results([0.0], [0.0], [0.0], [1.0]), incumbent).accepted
+    assert mean_of(results([1.0, 0.0], [1.0, 1.0])) == 0.75  # items weigh the same
+
+
+def test_paired_test_exact_p_values() -> None:
+    # k = 1: the sign-flip test. Five items each won outright: p = 1/32; ties add nothing.
+    won = results(*[[1.0]] * 5, *[[0.0]] * 3)
+    lost = results(*[[0.0]] * 5, *[[0.0]] * 3)
+    test = paired_permutation_test(won, lost)
+    assert test.p_value == pytest.approx(1 / 32) and test.informative == 5
+    assert test.effect == pytest.approx(5 / 8)
+    # k = 3: one item 3/3 against 0/3 alone: 1 of C(6,3) = 20 relabellings is as extreme.
+    assert paired_permutation_test(results([1, 1, 1]), results([0, 0, 0])).p_value == pytest.approx(1 / 20)
+    # An identical candidate: p = P(T >= 0) >= 1/2, never significant.
+    same = results([1, 0, 1], [0, 0, 1], [1, 1, 1])
+    assert paired_permutation_test(same, same).p_value >= 0.5
+
+
+def brute_force_p(candidate: dict[str, list[float]], incumbent: dict[str, list[float]]) -> float:
+    """Every relabelling of every item, enumerated jointly: the definition of the test."""
+    per_item = []
+    for item, theirs in incumbent.items():
+        pool = [round(100 * s) for s in candidate[item] + theirs]
+        k = len(theirs)
+        per_item.append(
+            [2 * sum(pool[i] for i in g) - sum(pool) for g in itertools.combinations(range(2 * k), k)]
+        )
+    observed = sum(round(100 * sum(candidate[i])) - round(100 * sum(incumbent[i])) for i in incumbent)
+    totals = [sum(c) for c in itertools.product(*per_item)]
+    return sum(1 for t in totals if t >= observed) / len(totals)
+
+
+def test_paired_test_matches_brute_force_and_partial_credit() -> None:
+    rng = random.Random(7)
+    for _ in range(20):
+        k = rng.choice([1, 2])
+        n = rng.randint(1, 4)
+        cand = {f"t{i}": [rng.choice([0.0, 0.25, 1.0]) for _ in range(k)] for i in range(n)}
+        inc = {f"t{i}": [rng.choice([0.0, 0.5, 1.0]) for _ in range(k)] for i in range(n)}
+        assert paired_permutation_test(cand, inc).p_value == pytest.approx(brute_force_p(cand, inc))
+
+
+def test_raising_a_candidate_outcome_never_raises_p() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        inc = {f"t{i}": [float(rng.random() < 0.5) for _ in range(3)] for i in range(6)}
+        cand = {f"t{i}": [float(rng.random() < 0.5) for _ in range(3)] for i in range(6)}
+        item, rep = f"t{rng.randrange(6)}", rng.randrange(3)
+        better = {k: list(v) for k, v in cand.items()}
+        better[item][rep] = 1.0
+        assert (
+            paired_permutation_test(better, inc).p_value <= paired_permutation_test(cand, inc).p_value + 1e-12
+        )
+
+
+def test_paired_gate_needs_significance_and_records_it() -> None:
+    gate = PairedGate(alpha=0.05)
+    incumbent = results(*[[0.0, 0.0, 0.0]] * 4)
+    small = gate.decide(results([1.0, 1.0, 1.0], *[[0.0] * 3] * 3), incumbent)  # p = 1/20
+    assert small.accepted and small.p_value == pytest.approx(0.05) and small.alpha == 0.05
+    noisy = gate.decide(results([1.0, 0.0, 0.0], *[[0.0] * 3] * 3), incumbent)  # p = 1/2
+    assert not noisy.accepted and noisy.effect > 0 and "p = 0.5000" in noisy.reason
+    assert noisy.to_json()["test"].startswith("paired permutation")
+    assert StrictGate().decide(results([1.0, 0.0, 0.0], *[[0.0] * 3] * 3), incumbent).accepted
+
+
+def test_paired_gate_false_accepts_at_most_alpha_under_noise() -> None:
+    rng = random.Random(11)
+    probs = [rng.random() for _ in range(16)]
+    gate = make_gate("paired", 0.05)
+    accepted = 0
+    for _ in range(400):
+        draw = lambda: {f"t{i}": [float(rng.random() < p) for _ in range(3)] for i, p in enumerate(probs)}  # noqa: E731
+        accepted += gate.decide(draw(), draw()).accepted
+    assert accepted / 400 <= 0.05 + 0.02  # sampling slack of 400 trials
+
+
+def test_optimistic_completion_and_headroom() -> None:
+    incumbent = results([1.0, 1.0], [0.0, 1.0])
+    assert optimistic({"t0": [0.0, 1.0]}, incumbent) == {"t0": [0.0, 1.0], "t1": [1.0, 1.0]}
+    strict = StrictGate()
+    assert can_still_pass(strict, {}, incumbent)
+    assert not can_still_pass(strict, {}, results([1.0], [1.0]))  # at the maximum: nothing can pass
+    assert not can_still_pass(PairedGate(0.05), {}, results([0.0], [1.0]))  # 1 item: p >= 1/2
+
+
+def test_wave_plan_cuts_in_order() -> None:
+    tasks = [Task(id=f"t{i}", question="q") for i in range(7)]
+    plan = wave_plan(tasks, 3)
+    assert [len(w) for w in plan] == [3, 2, 2] and [t for w in plan for t in w] == tasks
+    assert len(wave_plan(tasks, 20)) == 7 and len(wave_plan(tasks, 1)) == 1
+
+
+def fake_runner(scores: dict[tuple[str, int], float], log: list[list[ValUnit]]):
+    def run_units(units: list[ValUnit]) -> list[Rollout]:
+        log.append(units)
+        return [
+            Rollout(u.task, AgentResult(answer=""), Score(scores[(u.task.id, u.repeat)], True, ""))
+            for u in units
+        ]
+
+    return run_units
+
+
+@pytest.mark.parametrize("gate_name", ["strict", "paired"])
+def test_racing_decides_exactly_as_full_validation_with_fewer_calls(gate_name: str) -> None:
+    rng = random.Random(5)
+    gate = make_gate(gate_name, 0.05)
+    tasks = [Task(id=f"t{i}", question="q") for i in range(8)]
+    saved = 0
+    for _ in range(60):
+        k = rng.choice([1, 2])
+        level = rng.random()
+        inc = {t.id: [float(rng.random() < level) for _ in range(k)] for t in tasks}
+        scores = {(t.id, r): float(rng.random() < rng.random()) for t in tasks for r in range(k)}
+        full_log: list[list[ValUnit]] = []
+        full = validate(tasks, k, 1, {}, fake_runner(scores, full_log))
+        race_log: list[list[ValUnit]] = []
+        raced = validate(tasks, k, 4, {}, fake_runner(scores, race_log), gate, inc)
+        assert gate.decide(full.results, inc).accepted == (
+            not raced.raced_out and gate.decide(raced.results, inc).accepted
+        )
+        if raced.raced_out:
+            assert not gate.decide(full.results, inc).accepted  # the bound never rejects a winner
+        assert raced.calls <= full.calls == 8 * k
+        saved += full.calls - raced.calls
+    assert saved > 0
+
+
+def test_validation_reuses_known_results() -> None:
+    tasks = [Task(id=f"t{i}", question="q") for i in range(4)]
+    log: list[list[ValUnit]] = []
+    scores = {(t.id, r): 1.0 for t in tasks for r in range(2)}
+    val = validate(tasks, 2, 2, {"t0": [1.0, 0.0], "t1": [1.0]}, fake_runner(scores, log))
+    ran = [(u.task.id, u.repeat) for wave in log for u in wave]
+    assert ran == [("t1", 1), ("t2", 0), ("t2", 1), ("t3", 0), ("t3", 1)]
+    assert val.results["t0"] == [1.0, 0.0] and val.calls == 5

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgrad.backends.base import ChatModel
 from skillgrad.backends.registry import Backends, spec_for
 from skillgrad.benchmarks.base import SPLITS, Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
@@ -70,6 +71,26 @@ def call_cache(cfg: Config, redactor: Redactor, enabled: bool = True) -> CallCac
     return CallCache(root, enabled=enabled and cfg.cache.enabled, redact=redactor.redact_json)
 
 
+def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) -> list[ChatModel]:
+    """The optimizer at optimizer.proposal_temperature, once per extra proposal of a minibatch;
+    each has its own cache salt, so the samples are cached apart instead of answering as one."""
+    extra = cfg.optimizer.proposals_per_minibatch - 1
+    if extra < 1:
+        return []
+    m, hot = cfg.model, cfg.optimizer.proposal_temperature
+    inner = backends.chat("optimizer", temperature=hot)
+    sampling = {
+        "temperature": hot,
+        "max_output_tokens": m.max_output_tokens,
+        "base_url": m.base_url_for("optimizer"),
+    }
+    salts = [f"{cfg.cache.salt}|proposal {k}" for k in range(1, extra + 1)]
+    return [
+        CachedChatModel(inner, chat.cache, salt=s, sampling=sampling, stats=chat.stats, on_paid=chat.on_paid)
+        for s in salts
+    ]
+
+
 def build_roles(
     cfg: Config,
     cache: CallCache,
@@ -86,7 +107,7 @@ def build_roles(
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
     sampling = {"temperature": m.temperature, "max_output_tokens": m.max_output_tokens}
-    chat = None
+    chat, samplers = None, []
     if optimizer or judge:
         chat = CachedChatModel(
             backends.chat("optimizer"),
@@ -95,6 +116,7 @@ def build_roles(
             sampling={**sampling, "base_url": m.base_url_for("optimizer")},
             on_paid=(lambda stage, usage: journal.add("optimizer", stage, usage)) if journal else None,
         )
+        samplers = proposal_samplers(cfg, backends, chat)
     settings: dict[str, Any] = {
         **sampling,
         "base_url": m.base_url_for("target"),
@@ -118,6 +140,7 @@ def build_roles(
         trace_name=target.trace_name,
         trace_file=target.trace_file,
         judge=chat if judge else None,
+        samplers=samplers if optimizer else [],
     )
 
 

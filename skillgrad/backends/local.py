@@ -80,6 +80,8 @@ def _string_slots(schema: Any) -> int:
         return 0
     if _is_free_string(schema):
         return 1
+    if "anyOf" in schema:  # one branch is generated, so the longest branch bounds the reply
+        return max((_string_slots(s) for s in schema["anyOf"]), default=0)
     inner = sum(_string_slots(v) for k, v in schema.items() if k != "items")
     if schema.get("type") == "array" and "items" in schema:
         inner += int(schema.get("maxItems", MAX_DECODED_ARRAY_ITEMS)) * _string_slots(schema["items"])

@@ -24,11 +24,12 @@ from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
+from skillgrad.loop.echo import PromptEcho
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import make_gate, mean_of
 from skillgrad.loop.merge import MERGERS
 from skillgrad.loop.rollout import Rollout, mean_score
-from skillgrad.loop.select import RANKERS, SCHEDULES, clip
+from skillgrad.loop.select import RANKERS, SCHEDULES, select_valid
 from skillgrad.loop.stages import Roles, Stages, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.loop.stopping import stop_reason
@@ -64,6 +65,7 @@ class Trainer:
         self.merger = MERGERS[cfg.optimizer.merge]()
         self.ranker = RANKERS[cfg.optimizer.rank]()
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
+        self.echo = PromptEcho.of_templates()
         self.accounting = Accounting(ledger)
         self.stages = Stages(cfg, benchmark, roles, run, events, self.accounting)
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
@@ -105,19 +107,30 @@ class Trainer:
         train = self.train_batch(state, step, batch)
         patches = self.stages.reflect(step, state, train, lr)
         ranked = self.ranker.rank(self.merger.merge(patches))
-        selected, dropped = clip(ranked, lr)
+        chosen = select_valid(
+            ranked,
+            state.current_text,
+            lr,
+            rejected=state.rejected_edits,
+            copied=self.echo,
+            max_chars=self.cfg.optimizer.max_skill_chars,
+        )
         self.run.write_json(
             folder / "merged_patch.json",
             {
                 "step": step,
                 "learning_rate": lr,
                 "proposed": sum(len(p.edits) for p in patches),
-                "selected": [m.to_json() for m in selected],
-                "dropped": [m.to_json() for m in dropped],
+                "merged": len(ranked),
+                "dropped_counts": chosen.counts(),
+                "selected": [m.to_json() for m in chosen.selected],
+                "dropped": [d.to_json() for d in chosen.dropped],
             },
         )
         current = SkillDoc(state.current_text)
-        candidate, outcomes = current.apply([m.edit for m in selected], self.cfg.optimizer.max_skill_chars)
+        candidate, outcomes = current.apply(
+            [m.edit for m in chosen.selected], self.cfg.optimizer.max_skill_chars
+        )
         self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
         self.run.write_text(folder / "candidate_skill.md", candidate.text)
         record = self._validate_and_gate(state, step, candidate, outcomes, plan[index + 1 : index + 2])
@@ -128,6 +141,7 @@ class Trainer:
                 "epoch": epoch,
                 "learning_rate": lr,
                 "train_score": mean_score(train),
+                "dropped": chosen.counts(),
                 **record,
                 "usage": self.accounting.step_usage(),
             }

@@ -78,8 +78,9 @@ def runtime_speed(config: Path, overrides: list[str]) -> dict[str, Any]:
     for _ in range(2):
         target.complete(story, stage="bench")
     ask = "The agent wrote 'March 5, 2021' but '2021-03-05' was expected. Propose edits to the skill."
+    schema = patch_schema("# Skill\n", 3)
     for n in range(2):
-        optimizer.complete([Message("user", f"{ask} (variant {n})")], schema=patch_schema(3), stage="bench")
+        optimizer.complete([Message("user", f"{ask} (variant {n})")], schema=schema, stage="bench")
     return {"target_plain": target.stats().to_json(), "optimizer_schema": optimizer.stats().to_json()}
 
 

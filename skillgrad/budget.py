@@ -11,6 +11,12 @@ Counting rules (the lead's contract with `skillgrad.cache`):
   turns any unknown into an unknown total, which is why buckets keep their own known-cost sum.
 - A cap is "reached" when the paid total is >= the cap; the trainer checks after each call or
   rollout and stops at the next safe point, so the overshoot is at most the calls in flight.
+- Across processes: the ledger is saved with each checkpoint, but a call is paid (and cached)
+  before the trainer records it, and a crash loses what was recorded since the last checkpoint;
+  a resume then gets those calls back from the cache as *saved*. So every paid call is also
+  appended to the run's `PaidJournal` the moment it returns, the checkpoint notes how many lines
+  the ledger already covers, and a resumed ledger adds the lines after that mark (as stage
+  `before_crash`): paid usage and the caps count every call the provider answered.
 """
 
 from __future__ import annotations
@@ -19,11 +25,15 @@ import dataclasses
 import math
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from skillgrad.atomic import append_jsonl, read_jsonl_repairing
 from skillgrad.backends.base import Usage
 from skillgrad.backends.registry import spec_for
 from skillgrad.config import BudgetConfig, Config
+
+RECOVERED_STAGE = "before_crash"
 
 
 @dataclass
@@ -79,10 +89,52 @@ def _copy(bucket: Bucket) -> Bucket:
     return dataclasses.replace(bucket)
 
 
-class Ledger:
-    """Thread-safe record of paid (and cache-saved) usage by role and stage, with budget caps."""
+class PaidJournal:
+    """Append-only record of every paid call, written as it returns (see the module docstring).
+    Thread safe; the file is created on the first paid call."""
 
-    def __init__(self, budget: BudgetConfig | None = None) -> None:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._lines: int | None = None
+
+    def add(self, role: str, stage: str | None, usage: Usage) -> None:
+        if not (usage.calls or usage.total_tokens or usage.cost_usd):
+            return
+        with self._lock:
+            lines = self._count()
+            append_jsonl(self.path, {"role": role, "stage": stage, "usage": usage.to_json()})
+            self._lines = lines + 1
+
+    def _count(self) -> int:
+        if self._lines is None:
+            self._lines = len(read_jsonl_repairing(self.path)) if self.path.exists() else 0
+        return self._lines
+
+    def count(self) -> int:
+        with self._lock:
+            return self._count()
+
+    def entries_after(self, mark: int) -> list[tuple[str, Usage]]:
+        """(role, usage) of the lines after the first `mark` ones."""
+        with self._lock:
+            rows = read_jsonl_repairing(self.path) if self.path.exists() else []
+            self._lines = len(rows)
+        out = []
+        for row in rows[mark:]:
+            try:
+                out.append((str(row["role"]), Usage.from_json(row["usage"])))
+            except (KeyError, TypeError, ValueError):
+                continue
+        return out
+
+
+class Ledger:
+    """Thread-safe record of paid (and cache-saved) usage by role and stage, with budget caps.
+    With a `journal`, `to_json` notes how much of it this ledger covers, for `recover`."""
+
+    def __init__(self, budget: BudgetConfig | None = None, journal: PaidJournal | None = None) -> None:
+        self.journal = journal
         self.budget = budget or BudgetConfig.model_validate({})
         self._lock = threading.Lock()
         self._total = Bucket()
@@ -149,9 +201,18 @@ class Ledger:
 
     # -- persistence (resume) -------------------------------------------------------------------
 
+    def recover(self, mark: int) -> None:
+        """Add the journal's calls after `mark`: paid before a crash, never recorded here."""
+        if self.journal is None:
+            return
+        for role, usage in self.journal.entries_after(mark):
+            self.record(role, RECOVERED_STAGE, usage)
+
     def to_json(self) -> dict[str, Any]:
+        mark = self.journal.count() if self.journal is not None else None
         with self._lock:
             return {
+                "journal_mark": mark,
                 "total": self._total.to_json(),
                 "saved": self._saved.to_json(),
                 "by_role": {k: v.to_json() for k, v in sorted(self._roles.items())},
@@ -160,14 +221,19 @@ class Ledger:
             }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], budget: BudgetConfig | None = None) -> Ledger:
-        """Restore a ledger written by `to_json` (caps come from the current config)."""
-        ledger = cls(budget)
+    def from_json(
+        cls, data: dict[str, Any], budget: BudgetConfig | None = None, journal: PaidJournal | None = None
+    ) -> Ledger:
+        """Restore a ledger written by `to_json` (caps come from the current config) and add the
+        journal's calls it never saw."""
+        ledger = cls(budget, journal)
         ledger._total = Bucket.from_json(data.get("total", {}))
         ledger._saved = Bucket.from_json(data.get("saved", {}))
         ledger._roles = {k: Bucket.from_json(v) for k, v in data.get("by_role", {}).items()}
         ledger._stages = {k: Bucket.from_json(v) for k, v in data.get("by_stage", {}).items()}
         ledger._role_stages = {k: Bucket.from_json(v) for k, v in data.get("by_role_stage", {}).items()}
+        mark = data.get("journal_mark")
+        ledger.recover(mark if isinstance(mark, int) else 0)
         return ledger
 
 

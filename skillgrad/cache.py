@@ -11,7 +11,8 @@ Value: one JSON file per key under `root/ab/cd/<key>.json` holding the key, a sh
 canonical payload, and the payload. An entry that is unreadable, truncated, for another key or
 whose checksum does not match is ignored (a miss) and removed; it never raises.
 
-Usage of cache hits (the counting contract, see also `skillgrad.budget`):
+Usage of cache hits (the counting contract, see also `skillgrad.budget`; `on_paid` reports each
+call that did reach the model the moment it returns, for the run's `PaidJournal`):
 - A hit returns `CachedReply` / `CachedAgentResult` (subclasses of `Reply` / `AgentResult`) whose
   `usage` is ZERO (nothing was paid) and whose `saved` is the stored usage of the original call.
   Code that sums `usage` therefore counts exactly the paid calls; `saved_usage(obj)` reads `saved`.
@@ -21,8 +22,10 @@ Usage of cache hits (the counting contract, see also `skillgrad.budget`):
 
 Workspaces: agentic benchmarks score the files an agent left behind, so a cached agent result is
 only valid with them. `CachedAgent(snapshot_workspace=True)` (the default) stores the workspace's
-regular files (up to `max_workspace_bytes`; a larger workspace is simply not cached) and restores
-them exactly on a hit. Pass False for benchmarks scored from the answer alone to save disk.
+regular files (up to `max_workspace_bytes`, judged from their sizes before any read; a larger
+workspace is simply not cached), each passed through `redact_file` (the run's secret redaction: an
+agent may have written `env` into a file), and restores them on a hit. Pass False for benchmarks
+scored from the answer alone to save disk.
 
 Writes are atomic (temp + rename) without fsync: a SIGKILL cannot lose page-cache data, and an
 entry torn by a power loss fails its checksum and is re-asked. Identical requests issued
@@ -78,13 +81,17 @@ def canonical_json(obj: Any) -> str:
     )
 
 
+def _digest(text: str) -> str:
+    # surrogatepass: any str has one byte spelling, so no request or entry is ever refused for one
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def request_key(request: dict[str, Any]) -> str:
-    text = canonical_json({"cache_version": CACHE_VERSION, "request": request})
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _digest(canonical_json({"cache_version": CACHE_VERSION, "request": request}))
 
 
 def _checksum(payload: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    return _digest(canonical_json(payload))
 
 
 @dataclass
@@ -161,17 +168,23 @@ class CallCache:
         return result
 
     def put(self, key: str, payload: dict[str, Any]) -> bool:
-        """Store `payload`; False (nothing written) if it cannot be spelled as JSON."""
+        """Store `payload`; False (nothing stored) if it cannot be spelled as JSON or written."""
         if not self.enabled:
             return False
         if self._redact is not None:
             payload = self._redact(payload)
         try:
             entry = {"version": CACHE_VERSION, "key": key, "sha256": _checksum(payload), "payload": payload}
-            text = canonical_json(entry)
+            # ASCII on disk: every string, even one holding a lone surrogate, round-trips exactly.
+            text = json.dumps(
+                entry, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+            )
         except (TypeError, ValueError):
             return False
-        write_text_atomic(self.path_for(key), text, fsync=False)
+        try:
+            write_text_atomic(self.path_for(key), text, fsync=False)
+        except OSError:  # a full disk loses this entry, never the paid result it would hold
+            return False
         return True
 
 
@@ -252,9 +265,11 @@ class CachedChatModel:
         sampling: dict[str, Any],
         salt: str = "",
         stats: CacheStats | None = None,
+        on_paid: Callable[[str, Usage], None] | None = None,
     ) -> None:
         self.inner = inner
         self.cache = cache
+        self.on_paid = on_paid  # (stage, usage) of each call that reached the model, as it returns
         self.sampling = dict(sampling)
         self.salt = salt
         self.stats = stats or CacheStats()
@@ -296,18 +311,30 @@ class CachedChatModel:
         key = self._key(messages, schema, effort) if self.cache.enabled else None
         if key is None:
             self.stats.bypass(self.cache.enabled)
-            return self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
+            return self._paid(stage, self._ask(messages, schema, effort, stage))
         with self.cache.claim(key):
             hit = _reply_from(self.cache.get(key))
             if hit is not None:
                 self.stats.hit(hit.saved)
                 return hit
-            reply = self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
+            reply = self._paid(
+                stage, self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
+            )
             payload = {"text": reply.text, "data": reply.data, "usage": reply.usage.to_json()}
             if not self.cache.put(key, payload):
                 self.stats.skip()
             self.stats.miss()
             return reply
+
+    def _ask(
+        self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
+    ) -> Reply:
+        return self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
+
+    def _paid(self, stage: str, reply: Reply) -> Reply:
+        if self.on_paid is not None:
+            self.on_paid(stage, reply.usage)
+        return reply
 
 
 def _reply_from(payload: dict[str, Any] | None) -> CachedReply | None:
@@ -341,9 +368,13 @@ class CachedAgent:
         settings: dict[str, Any] | None = None,
         snapshot_workspace: bool = True,
         max_workspace_bytes: int = DEFAULT_MAX_WORKSPACE_BYTES,
+        redact_file: Callable[[bytes], bytes] | None = None,
         stats: CacheStats | None = None,
+        on_paid: Callable[[Usage], None] | None = None,
     ) -> None:
         self.inner = inner
+        self.redact_file = redact_file
+        self.on_paid = on_paid  # usage of each run that reached the agent, as it returns
         self.cache = cache
         self.salt = salt
         self.settings = dict(settings or {})
@@ -380,22 +411,27 @@ class CachedAgent:
         key = self._key(task, skill, workspace) if self.cache.enabled else None
         if key is None:
             self.stats.bypass(self.cache.enabled)
-            return self.inner.run(task, skill, workspace)
+            return self._paid(self.inner.run(task, skill, workspace))
         with self.cache.claim(key):
             hit = self._lookup(key, workspace)
             if hit is not None:
                 return hit
-            result = self.inner.run(task, skill, workspace)
+            result = self._paid(self.inner.run(task, skill, workspace))
             self.stats.miss()
             if not result.is_error and not self._store(key, result, workspace):
                 self.stats.skip()
             return result
 
+    def _paid(self, result: AgentResult) -> AgentResult:
+        if self.on_paid is not None:
+            self.on_paid(result.usage)
+        return result
+
     def _store(self, key: str, result: AgentResult, workspace: Path) -> bool:
         files = None
         if self.snapshot_workspace:
             try:
-                files = snapshot_tree(workspace, self.max_workspace_bytes)
+                files = snapshot_tree(workspace, self.max_workspace_bytes, self.redact_file)
             except OSError:
                 return False
             if files is None:  # too large to keep: leave uncached rather than replay without files

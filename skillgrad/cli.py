@@ -151,7 +151,10 @@ def _load(args: argparse.Namespace) -> Config:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    print(json.dumps(_load(args).to_json(), indent=2, ensure_ascii=False))
+    from skillgrad.wiring import redactor_for
+
+    cfg = _load(args)
+    print(json.dumps(redactor_for(cfg).redact_json(cfg.to_json()), indent=2, ensure_ascii=False))
     return 0
 
 

@@ -8,12 +8,14 @@ from pathlib import Path
 
 from skillgrad.atomic import RunLock
 from skillgrad.benchmarks.base import JudgedBenchmark
-from skillgrad.budget import estimate
+from skillgrad.budget import PaidJournal, estimate
 from skillgrad.config import Config
+from skillgrad.errors import FatalBackendError
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.trainer import Trainer, TrainingFailed
 from skillgrad.resume import check_same_config, load_checkpoint
 from skillgrad.wiring import (
+    PAID_JOURNAL,
     build_roles,
     call_cache,
     checked_benchmark,
@@ -23,6 +25,12 @@ from skillgrad.wiring import (
     read_skill,
     redactor_for,
 )
+
+
+def disk_error(exc: OSError) -> str:
+    """One line for a failed write: what, where, and the system's reason."""
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or type(exc).__name__}{where}"
 
 
 def _splits(cfg: Config) -> tuple[str, ...]:
@@ -43,22 +51,34 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
     benchmark = checked_benchmark(cfg, _splits(cfg))
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
-    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), judge=judged)
     out = out or default_out(cfg, "train")
+    journal = PaidJournal(out / PAID_JOURNAL)
+    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), redactor, judge=judged, journal=journal)
     if resume:
         check_same_config(out, cfg)
-    session = open_session(cfg, out, redactor, resume=resume)
+    session = open_session(cfg, out, redactor, resume=resume, journal=journal)
     with RunLock(out / ".lock"):
         state = None
         if resume:
-            state, session.ledger = load_checkpoint(out, cfg)
+            session.run.remove_stale_temp_files()  # left by a SIGKILL; the lock is ours now
+            state, session.ledger = load_checkpoint(out, cfg, journal)
         session.run.write_json("config.json", cfg.portable().to_json())
         trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
         try:
             summary = trainer.train(state)
+        except FatalBackendError as exc:
+            print(f"skillgrad: error: {exc}", file=sys.stderr)
+            print(f"skillgrad: stopped; finished work is kept in {out}", file=sys.stderr)
+            return 2
         except TrainingFailed as exc:
             print(f"skillgrad: training failed: {exc}", file=sys.stderr)
             print(f"skillgrad: finished work is kept in {out}", file=sys.stderr)
+            return 1
+        except OSError as exc:  # a full disk, a read-only folder: finished work stays resumable
+            print(f"skillgrad: training failed: {disk_error(exc)}", file=sys.stderr)
+            print(
+                f"skillgrad: finished work is kept in {out}; fix that, then --resume {out}", file=sys.stderr
+            )
             return 1
         finally:
             session.events.close()
@@ -77,7 +97,7 @@ def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use
     benchmark = checked_benchmark(cfg, (split,))
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
-    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), optimizer=False, judge=judged)
+    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), redactor, optimizer=False, judge=judged)
     out = out or default_out(cfg, "eval")
     session = open_session(cfg, out, redactor)
     with RunLock(out / ".lock"):
@@ -87,6 +107,10 @@ def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use
             results = trainer.rollouts(
                 trainer.benchmark_split(split), skill, Path("rollouts") / split, "eval", 0
             )
+        except FatalBackendError as exc:
+            session.run.write_json("eval.json", {"skill": str(skill_path), "split": split, "error": str(exc)})
+            print(f"skillgrad: error: {exc}", file=sys.stderr)
+            return 2
         finally:
             session.events.close()
     report = {
@@ -101,8 +125,12 @@ def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use
         "usage": session.ledger.to_json(),
     }
     session.run.write_json("eval.json", report)
+    errors = f", {report['errors']} failed to run" if report["errors"] else ""
     print(
         f"{split}: mean score {report['mean_score']:.3f} over {report['n']} tasks "
-        f"({report['passed']} passed); details in {out}"
+        f"({report['passed']} passed{errors}); details in {out}"
     )
+    if results and report["errors"] == len(results):  # a score of 0 that measured nothing
+        print(f"skillgrad: every task failed to run; first error: {results[0].result.error}", file=sys.stderr)
+        return 1
     return 0

@@ -142,6 +142,10 @@ class OptimizerConfig(_Section):
     merge: Literal["union"] = "union"
     rank: Literal["support"] = "support"
     show_rejected: bool = True  # feed the epoch's rejected edits back to later analysts
+    max_proposed_edits: int = Field(4, ge=1, le=16)  # edits one analyst reply may hold; selection clips
+    edit_mode: Literal["patch", "rewrite"] = "patch"  # edits as JSON, or a revised skill diffed into edits
+    proposals_per_minibatch: int = Field(1, ge=1, le=16)  # analyst replies per minibatch (support counts)
+    proposal_temperature: float = Field(0.8, ge=0.0, le=2.0)  # sampling of the proposals after the first
     max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
 
 

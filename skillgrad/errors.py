@@ -28,3 +28,10 @@ class StructuredOutputError(RuntimeError):
 
 class BackendError(RuntimeError):
     """A backend call failed for good (after its own retries): network, auth, CLI crash."""
+
+
+class FatalBackendError(BackendError):
+    """No further call can succeed: the credentials were refused (401/403) or the account is out of
+    quota or credit. Raised by every backend, for either role, on the first such answer; it is not
+    one task's failure, so agents and the trainer let it through and the run stops at once (summary
+    `stopped: error`, one line naming the key to fix, exit code 2)."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.atomic import read_jsonl_repairing, write_text_atomic
-from skillgrad.budget import Ledger
+from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.config import Config, config_from_data
 from skillgrad.errors import UserError
 from skillgrad.loop.state import TrainState
@@ -69,23 +69,19 @@ def check_same_config(out: Path, cfg: Config) -> None:
         )
 
 
-def remove_interrupted_writes(out: Path) -> None:
-    """Delete the temp files of atomic writes a crash cut short (`.<name>.<random>.tmp`, never
-    renamed into place); agents' workspaces are theirs and are left alone."""
-    for path in out.rglob(".*.tmp"):
-        if path.is_file() and "workspace" not in path.relative_to(out).parts:
-            path.unlink(missing_ok=True)
-
-
-def load_checkpoint(out: Path, cfg: Config) -> tuple[TrainState | None, Ledger]:
+def load_checkpoint(
+    out: Path, cfg: Config, journal: PaidJournal | None = None
+) -> tuple[TrainState | None, Ledger]:
     """The state after the last completed step (None: the baseline never finished) and the
-    ledger; history.jsonl is cut back to that step, its torn tail repaired."""
-    remove_interrupted_writes(out)
+    ledger, with the journal's calls paid since that checkpoint added (see skillgrad.budget);
+    history.jsonl is cut back to that step, its torn tail repaired."""
     path = out / "state.json"
     if not path.is_file():
-        return None, Ledger(cfg.budget)
+        ledger = Ledger(cfg.budget, journal)
+        ledger.recover(0)
+        return None, ledger
     data = json.loads(path.read_text(encoding="utf-8"))
-    ledger = Ledger.from_json(data.pop("ledger", {}), cfg.budget)
+    ledger = Ledger.from_json(data.pop("ledger", {}), cfg.budget, journal)
     state = TrainState.from_json(data)
     history = out / "history.jsonl"
     if history.exists():

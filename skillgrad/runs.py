@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +16,24 @@ from skillgrad.errors import UserError
 from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.state import version_name
 from skillgrad.redact import Redactor
+from skillgrad.snapshot import scrub_tree
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.traces.view import render_steps
 
 TRACE_FILE = "claude_trace_steps.txt"
+# A kept workspace file larger than this is emptied rather than scanned for secrets.
+MAX_KEPT_FILE_BYTES = 8 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def _naming(target: Path) -> Iterator[None]:
+    """A failed write (a full disk) names the artifact it was writing."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
 
 
 class RunDir:
@@ -34,22 +50,34 @@ class RunDir:
             )
         self.root.mkdir(parents=True, exist_ok=True)
 
+    def remove_stale_temp_files(self) -> None:
+        """Remove the temp files of atomic writes cut short by a SIGKILL (`.<name>.<random>.tmp`).
+        Call with the run lock held, so no writer is using them. Workspaces are left as they are."""
+        for path in self.root.rglob(".*.tmp"):
+            inside_workspace = "workspace" in path.relative_to(self.root).parts
+            if not inside_workspace and path.is_file() and not path.is_symlink():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
     # -- generic writes -------------------------------------------------------------------------
     def path(self, *parts: str) -> Path:
         return self.root.joinpath(*parts)
 
     def write_text(self, rel: str | Path, text: str) -> Path:
         target = self.root / rel
-        write_text_atomic(target, self._redactor.redact(text))
+        with _naming(target):
+            write_text_atomic(target, self._redactor.redact(text))
         return target
 
     def write_json(self, rel: str | Path, obj: Any) -> Path:
         target = self.root / rel
-        write_json_atomic(target, self._redactor.redact_json(obj))
+        with _naming(target):
+            write_json_atomic(target, self._redactor.redact_json(obj))
         return target
 
     def append_history(self, record: dict[str, Any]) -> None:
-        append_jsonl(self.root / "history.jsonl", self._redactor.redact_json(record))
+        with _naming(self.root / "history.jsonl"):
+            append_jsonl(self.root / "history.jsonl", self._redactor.redact_json(record))
 
     # -- skills ---------------------------------------------------------------------------------
     def write_skill(self, version: int, text: str) -> Path:
@@ -72,10 +100,25 @@ class RunDir:
             workspace.mkdir(parents=True)
         return workspace
 
+    def write_task_index(self, prefix: Path, tasks: list[Task]) -> None:
+        """List the set's task folders before they run: the report shows only these (an agent may
+        plant folders next to its own)."""
+        index = prefix.with_name(f"{prefix.name}.tasks.json")
+        try:  # a set validated in waves (racing) lists each wave's tasks in turn: keep them all
+            listed = json.loads((self.root / index).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            listed = []
+        names = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
+        names += [self.task_dir(prefix, t).name for t in tasks]
+        self.write_json(index, list(dict.fromkeys(names)))
+
     def write_rollout(
         self, prefix: Path, rollout: Rollout, *, harness: bool, caps: TraceCaps, trace_file: str = TRACE_FILE
     ) -> None:
         folder = self.task_dir(prefix, rollout.task)
+        # The agent wrote the workspace (maybe `env > file`): scored by now, it is scrubbed before
+        # it is kept, like every other artifact.
+        scrub_tree(self.root / folder / "workspace", self._redactor.redact_bytes, MAX_KEPT_FILE_BYTES)
         self.write_json(folder / "task.json", rollout.task.to_json())
         self.write_text(folder / "answer.txt", rollout.result.answer)
         if harness or rollout.result.trace:

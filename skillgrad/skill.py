@@ -7,6 +7,7 @@ Every edit comes back with an explicit status ("applied" | "skipped") and the re
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from dataclasses import dataclass
@@ -14,9 +15,12 @@ from typing import Any, Literal
 
 PROTECT_OPEN = "<!-- protected -->"
 PROTECT_CLOSE = "<!-- /protected -->"
+_MARKERS = re.compile(f"{re.escape(PROTECT_OPEN)}|{re.escape(PROTECT_CLOSE)}")
 
 EditOp = Literal["add", "delete", "replace"]
 EDIT_OPS: tuple[EditOp, ...] = ("add", "delete", "replace")
+END_ANCHOR = "end"  # the `add` anchor that appends at the end of the skill ("" means the same)
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
 def normalize_text(text: str) -> str:
@@ -25,8 +29,8 @@ def normalize_text(text: str) -> str:
 
 @dataclass(frozen=True)
 class Edit:
-    """One edit. `target`: for delete/replace the exact text to change; for add the anchor text
-    after which `content` goes ("" = append at the end)."""
+    """One edit. `target`: for delete/replace the exact text to change (the analyst picks one of
+    the skill's lines); for add the line after which `content` goes ("" or "end" = at the end)."""
 
     op: EditOp
     target: str = ""
@@ -34,8 +38,10 @@ class Edit:
     rationale: str = ""
 
     def key(self) -> tuple[str, str, str]:
-        """Identity for de-duplication: whitespace and case do not make edits different."""
-        return (self.op, normalize_text(self.target), normalize_text(self.content))
+        """Identity for de-duplication: whitespace and case do not make edits different, nor
+        does where an add puts its rule."""
+        target = "" if self.op == "add" else normalize_text(self.target)
+        return (self.op, target, normalize_text(self.content))
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "target": self.target, "content": self.content, "rationale": self.rationale}
@@ -63,8 +69,52 @@ class EditOutcome:
         return {"edit": self.edit.to_json(), "status": self.status, "reason": self.reason}
 
 
+def edit_targets(text: str) -> list[str]:
+    """The skill's lines an edit may target or anchor on: every non-blank line outside protected
+    regions (markers included), stripped, each once, in document order."""
+    doc = SkillDoc(text)
+    spans = doc.protected_spans()
+    targets: dict[str, None] = {}
+    at = 0
+    for line in text.splitlines(keepends=True):
+        start, at = at, at + len(line)
+        if line.strip() and not any(lo < at and start < hi for lo, hi in spans):
+            targets.setdefault(line.strip(), None)
+    return list(targets)
+
+
+def is_end_anchor(target: str) -> bool:
+    return target.strip().lower() in ("", END_ANCHOR)
+
+
+def _whole_line(text: str, target: str) -> tuple[int, int] | None:
+    """Span of the first line that is exactly `target` (surrounding whitespace ignored)."""
+    if not target.strip() or "\n" in target.strip():
+        return None
+    match = re.search(r"^[ \t]*(" + re.escape(target.strip()) + r")[ \t]*$", text, re.MULTILINE)
+    return match.span(1) if match else None
+
+
+def _with_marker(content: str, line: str) -> str:
+    """Keep a list item a list item: a one-line rule replacing or following `- old rule` gets
+    the same marker when it has none of its own."""
+    marker = _LIST_MARKER.match(line)
+    if marker and "\n" not in content.strip() and not _LIST_MARKER.match(content):
+        return marker.group(0).lstrip() + content.strip()
+    return content
+
+
+def _line_at(text: str, at: int) -> str:
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return text[start : len(text) if end < 0 else end]
+
+
 def _find(text: str, target: str) -> tuple[int, int] | None:
-    """Span of `target` in `text`: exact first, then ignoring whitespace differences."""
+    """Span of `target` in `text`: a whole line first, then exact, then ignoring whitespace."""
+    line = _whole_line(text, target)
+    if line is not None:
+        return line
     at = text.find(target)
     if at >= 0:
         return at, at + len(target)
@@ -84,13 +134,22 @@ class SkillDoc:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
     def protected_spans(self) -> list[tuple[int, int]]:
-        spans, pos = [], 0
-        while (start := self.text.find(PROTECT_OPEN, pos)) >= 0:
-            end = self.text.find(PROTECT_CLOSE, start)
-            # An unclosed region protects everything after it: safer than protecting nothing.
-            stop = len(self.text) if end < 0 else end + len(PROTECT_CLOSE)
-            spans.append((start, stop))
-            pos = stop
+        """The protected regions, outermost: a region nested in another ends with its OUTER close,
+        so text after an inner close stays protected. An unclosed region protects everything after
+        it (safer than protecting nothing); a close without an open is ignored."""
+        spans: list[tuple[int, int]] = []
+        depth, start = 0, 0
+        for marker in _MARKERS.finditer(self.text):
+            if marker.group() == PROTECT_OPEN:
+                if depth == 0:
+                    start = marker.start()
+                depth += 1
+            elif depth:
+                depth -= 1
+                if depth == 0:
+                    spans.append((start, marker.end()))
+        if depth:
+            spans.append((start, len(self.text)))
         return spans
 
     def _touches_protected(self, start: int, end: int, *, insertion: bool = False) -> bool:
@@ -123,9 +182,15 @@ class SkillDoc:
                 return skip("target text not found in the skill")
             if self._touches_protected(*span):
                 return skip("target lies in a protected region")
-            replacement = edit.content if edit.op == "replace" else ""
-            if edit.op == "replace" and normalize_text(replacement) == normalize_text(edit.target):
-                return skip("replacement is identical to the target")
+            replacement, rest = "", self.text[: span[0]] + self.text[span[1] :]
+            if edit.op == "replace":
+                line = _line_at(self.text, span[0])
+                whole = line.strip() == self.text[span[0] : span[1]].strip()
+                replacement = _with_marker(edit.content, line) if whole else edit.content
+                if normalize_text(replacement) == normalize_text(self.text[span[0] : span[1]]):
+                    return skip("replacement is identical to the target")
+                if replacement.strip() and _contains(rest, replacement):
+                    return skip("content already present in the skill")
             new = SkillDoc(_tidy(self.text[: span[0]] + replacement + self.text[span[1] :]))
         if max_chars is not None and len(new.text) > max_chars:
             return skip(f"the skill would exceed optimizer.max_skill_chars={max_chars}")
@@ -135,16 +200,19 @@ class SkillDoc:
         """(new doc, reason). An anchor that is not in the skill only loses the rule's position,
         not the rule: it is appended at the end (weak optimizers paraphrase anchors)."""
         content = edit.content.strip("\n")
-        span = _find(self.text, edit.target) if edit.target.strip() else None
+        span = None if is_end_anchor(edit.target) else _find(self.text, edit.target)
         if span is None:
             base = self.text.rstrip("\n")
-            reason = "applied (anchor not found: appended at the end)" if edit.target.strip() else "applied"
+            reason = "applied (anchor not found: appended at the end)"
+            if is_end_anchor(edit.target):
+                reason = "applied"
             return SkillDoc((base + "\n\n" if base else "") + content + "\n"), reason
         # Insert after the line that holds the anchor's end, so a line is never split.
         line_end = self.text.find("\n", span[1])
         at = len(self.text) if line_end < 0 else line_end
         if self._touches_protected(at, at, insertion=True):
             return None, "anchor lies in a protected region"
+        content = _with_marker(content, _line_at(self.text, span[0]))
         return SkillDoc(_tidy(self.text[:at] + "\n" + content + self.text[at:])), "applied"
 
     def apply(self, edits: list[Edit], max_chars: int | None = None) -> tuple[SkillDoc, list[EditOutcome]]:
@@ -166,3 +234,24 @@ def _tidy(text: str) -> str:
     """Collapse the blank-line runs deletions leave behind; keep one trailing newline."""
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip("\n") + "\n" if text.strip() else ""
+
+
+def diff_edits(old: str, new: str, rationale: str = "rewrite") -> list[Edit]:
+    """The line edits that turn `old` into `new` (blank lines ignored), in document order, so a
+    rewritten skill goes through the same learning rate, selection and edit report as a patch.
+    Changed lines pair up as replaces; extra old lines are deletes; each extra new line is an add
+    anchored on the line before it in `new` (or "end" at the very start)."""
+    before = [line.strip() for line in old.splitlines() if line.strip()]
+    after = [line.strip() for line in new.splitlines() if line.strip()]
+    edits: list[Edit] = []
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        paired = min(i2 - i1, j2 - j1) if tag == "replace" else 0
+        edits += [Edit("replace", before[i1 + k], after[j1 + k], rationale) for k in range(paired)]
+        edits += [Edit("delete", line, "", rationale) for line in before[i1 + paired : i2]]
+        for j in range(j1 + paired, j2):
+            anchor = after[j - 1] if j > 0 else END_ANCHOR
+            edits.append(Edit("add", anchor, after[j], rationale))
+    return edits

@@ -18,6 +18,7 @@ from skillgrad.backends.base import Usage
 from skillgrad.errors import UserError
 from skillgrad.loop.events import Observer
 from skillgrad.progress import usage_by_role
+from skillgrad.redact import Redactor
 
 if TYPE_CHECKING:
     from skillgrad.config import Config
@@ -169,8 +170,9 @@ def tracking_uri(cfg: Config) -> str | None:
     return cfg.resolve_path(uri).resolve().as_uri()
 
 
-def make_tracking_observer(cfg: Config, out_dir: Path) -> Observer | None:
-    """The MLflow observer when `tracking.mlflow` is on; UserError if mlflow is not installed."""
+def make_tracking_observer(cfg: Config, out_dir: Path, redactor: Redactor | None = None) -> Observer | None:
+    """The MLflow observer when `tracking.mlflow` is on; UserError if mlflow is not installed.
+    `redactor` (default: the config's own secrets) hides secrets in what is sent to MLflow."""
     if not cfg.tracking.mlflow:
         return None
     try:
@@ -180,10 +182,21 @@ def make_tracking_observer(cfg: Config, out_dir: Path) -> Observer | None:
             "tracking.mlflow is true but mlflow is not installed; run `pip install 'skillgrad[tracking]'` "
             "(or `pip install mlflow`), or set tracking.mlflow: false"
         ) from None
+    redactor = redactor or Redactor.from_config(cfg, {})
     uri = tracking_uri(cfg)
     try:
         client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # the store is opened lazily: refuse it now, not mid-run
     except Exception as exc:  # MLflow raises its own MlflowException for unusable stores
-        detail = " ".join(str(exc).split())
-        raise UserError(f"tracking.mlflow_uri {uri!r}: MLflow cannot use this store: {detail}") from None
-    return MlflowObserver(client, flatten(cfg.to_json()), Path(out_dir))
+        detail = " ".join(str(exc).split())[:300]
+        hint = (
+            "; MLflow 3 opens a plain folder (file store) only with MLFLOW_ALLOW_FILE_STORE=true, "
+            "or use a database: tracking.mlflow_uri=sqlite:///mlflow.db"
+            if (uri or "").startswith("file:") or uri is None
+            else ""
+        )
+        raise UserError(
+            redactor.redact(f"tracking.mlflow_uri {uri!r}: MLflow cannot use this store: {detail}{hint}")
+        ) from None
+    # Params leave the run folder for a tracking server: they pass the run's redaction too.
+    return MlflowObserver(client, redactor.redact_json(flatten(cfg.to_json())), Path(out_dir))

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgrad.backends.base import ChatModel
 from skillgrad.backends.registry import Backends, spec_for
 from skillgrad.benchmarks.base import SPLITS, Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
-from skillgrad.budget import Ledger
+from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
 from skillgrad.config import Config
 from skillgrad.errors import UserError
@@ -56,6 +57,7 @@ def checked_benchmark(cfg: Config, splits: tuple[str, ...]) -> Benchmark:
 
 
 DEFAULT_CACHE_DIR = Path("~/.cache/skillgrad/calls")
+PAID_JOURNAL = "paid.jsonl"
 
 
 def redactor_for(cfg: Config) -> Redactor:
@@ -69,21 +71,52 @@ def call_cache(cfg: Config, redactor: Redactor, enabled: bool = True) -> CallCac
     return CallCache(root, enabled=enabled and cfg.cache.enabled, redact=redactor.redact_json)
 
 
-def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge: bool = False) -> Roles:
-    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. A
+def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) -> list[ChatModel]:
+    """The optimizer at optimizer.proposal_temperature, once per extra proposal of a minibatch;
+    each has its own cache salt, so the samples are cached apart instead of answering as one."""
+    extra = cfg.optimizer.proposals_per_minibatch - 1
+    if extra < 1:
+        return []
+    m, hot = cfg.model, cfg.optimizer.proposal_temperature
+    inner = backends.chat("optimizer", temperature=hot)
+    sampling = {
+        "temperature": hot,
+        "max_output_tokens": m.max_output_tokens,
+        "base_url": m.base_url_for("optimizer"),
+    }
+    salts = [f"{cfg.cache.salt}|proposal {k}" for k in range(1, extra + 1)]
+    return [
+        CachedChatModel(inner, chat.cache, salt=s, sampling=sampling, stats=chat.stats, on_paid=chat.on_paid)
+        for s in salts
+    ]
+
+
+def build_roles(
+    cfg: Config,
+    cache: CallCache,
+    redactor: Redactor,
+    *,
+    optimizer: bool = True,
+    judge: bool = False,
+    journal: PaidJournal | None = None,
+) -> Roles:
+    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. Each
+    paid call goes to `journal` as it returns (usage across crashes, see skillgrad.budget). A
     judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way."""
     m = cfg.model
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
     sampling = {"temperature": m.temperature, "max_output_tokens": m.max_output_tokens}
-    chat = None
+    chat, samplers = None, []
     if optimizer or judge:
         chat = CachedChatModel(
             backends.chat("optimizer"),
             cache,
             salt=cfg.cache.salt,
             sampling={**sampling, "base_url": m.base_url_for("optimizer")},
+            on_paid=(lambda stage, usage: journal.add("optimizer", stage, usage)) if journal else None,
         )
+        samplers = proposal_samplers(cfg, backends, chat)
     settings: dict[str, Any] = {
         **sampling,
         "base_url": m.base_url_for("target"),
@@ -92,7 +125,13 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge:
     if target.harness:
         settings.update(target.load().cache_settings(cfg))
     agent = CachedAgent(
-        backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
+        backends.agent(),
+        cache,
+        salt=cfg.cache.salt,
+        settings=settings,
+        snapshot_workspace=target.harness,
+        redact_file=redactor.redact_bytes,
+        on_paid=(lambda usage: journal.add("target", None, usage)) if journal else None,
     )
     return Roles(
         optimizer=chat if optimizer else None,
@@ -101,6 +140,7 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge:
         trace_name=target.trace_name,
         trace_file=target.trace_file,
         judge=chat if judge else None,
+        samplers=samplers if optimizer else [],
     )
 
 
@@ -115,11 +155,13 @@ class Session:
     ledger: Ledger
 
 
-def open_session(cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False) -> Session:
-    tracker = make_tracking_observer(cfg, out)  # may refuse (no mlflow): before anything is written
+def open_session(
+    cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False, journal: PaidJournal | None = None
+) -> Session:
+    tracker = make_tracking_observer(cfg, out, redactor)  # may refuse (no mlflow): before anything is written
     run = RunDir(out, redactor)
     run.create(allow_existing=resume)
     observers: list[Observer] = list(make_observers(out, sys.stdout))
     if tracker is not None:
         observers.append(tracker)
-    return Session(run, Events(observers), Ledger(cfg.budget))
+    return Session(run, Events(observers), Ledger(cfg.budget, journal))

@@ -21,7 +21,7 @@ from skillgrad.backends.base import Message
 from skillgrad.backends.registry import Backends, make_agent, make_chat
 from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config, load_config
-from skillgrad.errors import UserError
+from skillgrad.errors import BackendError, UserError
 from skillgrad.models import (
     DEFAULT_MODEL,
     PackagedModel,
@@ -235,3 +235,29 @@ def test_cli_bad_model_path_exits_2_with_one_line(tmp_path: Path, capsys: pytest
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "missing.gguf" in err
     assert not out.exists()
+
+
+def test_unloading_the_model_cannot_block_the_interpreter(model_path: Path) -> None:
+    """Issue 12, defect 11: the model lives in a child process; unloading never runs xllamacpp's
+    in-process destructor (which can wait for ever holding the GIL), and a child that does not
+    leave is killed."""
+    import gc
+    import os
+    import signal
+    import time
+
+    runtime = local.LocalRuntime(model_path, ctx=512, threads=1)
+    text, usage, _stats = runtime.chat({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4})
+    assert usage.calls == 1
+    process = runtime._process
+    del runtime, text
+    gc.collect()
+    process.join(15)
+    assert not process.is_alive()  # the last reference gone: the model is unloaded
+    stuck = local.LocalRuntime(model_path, ctx=512, threads=1)
+    os.kill(stuck._process.pid, signal.SIGSTOP)  # a model process that can no longer leave
+    start = time.monotonic()
+    stuck.close()
+    assert time.monotonic() - start < 30 and not stuck._process.is_alive()
+    with pytest.raises(BackendError, match="not running|ended"):
+        stuck.chat({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4})

@@ -197,8 +197,26 @@ def test_response_format_rejected_is_retried_without_it_and_remembered(server: S
     assert [r.response_format is not None for r in server.requests] == [False]
 
 
+def test_a_400_that_does_not_blame_response_format_keeps_it(server: ScriptedOpenAI) -> None:
+    """Issue 12: one "context too long" 400 must not switch response_format off for the run."""
+    server.handler = lambda request: bad_request("This model's maximum context length is 8192 tokens")
+    model = chat(server)
+    with pytest.raises(BackendError, match="HTTP 400"):
+        model.complete(MESSAGES, schema=SCHEMA, stage="reflect")
+    assert len(server.requests) == 1 and model.use_response_format
+    server.handler = lambda request: json_reply({"answer": "Paris"})
+    server.clear()
+    assert model.complete(MESSAGES, schema=SCHEMA, stage="reflect").data == {"answer": "Paris"}
+    assert server.requests[0].response_format is not None
+
+
 def test_second_400_after_dropping_response_format_is_backend_error(server: ScriptedOpenAI) -> None:
-    server.handler = lambda request: bad_request("messages: too long")
+    def handler(request: Request) -> Response:
+        if request.response_format is not None:
+            return bad_request("Unknown parameter: 'response_format'", "response_format")
+        return bad_request("messages: too long")
+
+    server.handler = handler
     with pytest.raises(BackendError, match="HTTP 400"):
         chat(server).complete(MESSAGES, schema=SCHEMA, stage="reflect")
     assert len(server.requests) == 2

@@ -94,7 +94,7 @@ def test_parse_patch_drops_malformed_and_extra_edits():
     }
     patch = parse_patch(data, minibatch=0, failures=1, max_edits=2)
     assert [e.op for e in patch.edits] == ["add"]
-    assert patch_schema(2)["properties"]["edits"]["maxItems"] == 2
+    assert patch_schema("# Skill\nBe brief.\n", 2)["properties"]["edits"]["maxItems"] == 2
 
 
 def test_render_caps_and_truncation_marker():

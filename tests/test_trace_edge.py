@@ -298,3 +298,41 @@ def test_follow_ups_interrupts_and_hook_feedback_become_user_steps() -> None:
         ("hook", "Stop hook feedback:\nUncommitted changes"),
         ("command", "/compact"),
     ]
+
+
+def random_value(rng: random.Random, depth: int = 0) -> Any:
+    choices: list[Any] = [None, True, 3, -1.5, "", "x", "\ud83c", "Task", "Bash", "tool_use", "user", "text"]
+    if depth < 3:
+        choices += [[random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]]
+        choices += [{k: random_value(rng, depth + 1) for k in rng.sample(FIELDS, rng.randint(0, 4))}]
+    return rng.choice(choices)
+
+
+FIELDS = [
+    "type", "message", "content", "role", "text", "id", "name", "input", "tool_use_id", "is_error",
+    "isSidechain", "parentUuid", "uuid", "parent_tool_use_id", "isMeta", "data", "subtype", "result",
+    "agentId", "parentToolUseID", "sessionId", "terminal_reason", "usage", "todos", "prompt",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_any_record_shape_parses_without_raising(seed: int) -> None:
+    rng = random.Random(seed)
+    events = []
+    for _ in range(200):
+        record = {k: random_value(rng) for k in rng.sample(FIELDS, rng.randint(1, 8))}
+        record["type"] = rng.choice(["assistant", "user", "system", "result", "progress", "x", None])
+        if rng.random() < 0.5:
+            blocks = [
+                {
+                    "type": rng.choice(["text", "tool_use", "tool_result", "thinking"]),
+                    **{k: random_value(rng) for k in rng.sample(FIELDS, 3)},
+                }
+                for _ in range(rng.randint(0, 3))
+            ]
+            record["message"] = {"role": "assistant", "content": blocks}
+        events.append(record)
+    session = steps_from_events(events)
+    view = render_view(session.steps, TraceCaps(total_chars=1000))
+    assert len(view) <= 1000
+    view.encode("utf-8")

@@ -163,7 +163,7 @@ def test_improving_edit_is_accepted(tmp_path: Path) -> None:
 def test_harmful_edit_is_rejected_and_shown_to_later_analysts(tmp_path: Path) -> None:
     with ScriptedOpenAI(world(BAD_RULE)) as server:
         out = tmp_path / "run"
-        cfg = write_config(tmp_path, server, batch_size=2, minibatch_size=2)
+        cfg = write_config(tmp_path, server, batch_size=2, minibatch_size=2, epochs=2)
         proc = skillgrad("train", "--config", str(cfg), "--out", str(out))
         assert proc.returncode == 0, proc.stderr
         analyst_prompts = [r.user for r in server.requests if is_optimizer(r)]
@@ -174,9 +174,12 @@ def test_harmful_edit_is_rejected_and_shown_to_later_analysts(tmp_path: Path) ->
     assert (out / "best_skill.md").read_text(encoding="utf-8") == ""
     steps = history(out)
     assert steps[0]["action"] == "rejected" and steps[0]["val_score"] == 0.0
-    # Step 2 proposes the same candidate: the content-hash cache reuses its score, no re-validation.
-    assert steps[1]["cached"] is True and steps[1]["action"] == "rejected"
+    # Step 2 proposes it again in the same epoch: dropped before selection, nothing to validate.
+    assert steps[1]["action"] == "skipped" and steps[1]["dropped"]["rejected earlier this epoch"] == 1
     assert not (out / "steps" / "0002" / "rollouts" / "val").exists()
+    # Epoch 2 forgets the rejections; the same candidate reuses its validation score.
+    assert steps[2]["cached"] is True and steps[2]["action"] == "rejected"
+    assert not (out / "steps" / "0003" / "rollouts" / "val").exists()
     assert "Rejected edits" not in analyst_prompts[0]
     assert "Rejected edits" in analyst_prompts[1] and BAD_RULE in analyst_prompts[1]
 

@@ -22,7 +22,14 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
-from skillgrad.backends.common import describe_sdk_error, key_availability, one_line
+from skillgrad.backends.common import (
+    describe_sdk_error,
+    fatal_sdk_error,
+    key_availability,
+    key_source,
+    one_line,
+)
+from skillgrad.backends.deadline import DeadlineTransport
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError
@@ -170,6 +177,7 @@ def create_chat(cfg: Config, role: Role) -> AnthropicChat:
         model=m.model_for(role) or DEFAULT_MODEL,
         base_url=m.base_url_for(role),
         api_key=_api_key(cfg, role),
+        key_name=key_source(cfg, role, "ANTHROPIC_API_KEY"),
         max_output_tokens=m.max_output_tokens,
         timeout_s=m.timeout_s,
         max_retries=m.max_retries,
@@ -192,6 +200,7 @@ class AnthropicChat:
         model: str,
         base_url: str | None = None,
         api_key: str | None = None,
+        key_name: str = "ANTHROPIC_API_KEY",
         max_output_tokens: int = 1024,
         timeout_s: float = 120.0,
         max_retries: int = 4,
@@ -201,12 +210,15 @@ class AnthropicChat:
         self.max_output_tokens = max_output_tokens
         self.json_retries = json_retries
         self._api_key = api_key
+        self._key_name = key_name
         # A gateway (base_url) may need no key, but the SDK refuses to start without one.
         self._client = anthropic.Anthropic(
             base_url=base_url,
             api_key=api_key or "not-needed",
             max_retries=max_retries,
             timeout=timeout_s,
+            # timeout_s bounds each attempt's wall-clock time, not only each read (deadline.py)
+            http_client=anthropic.DefaultHttpxClient(transport=DeadlineTransport(timeout_s)),
         )
         self.base_url = str(self._client.base_url).rstrip("/") or ANTHROPIC_BASE_URL
 
@@ -238,6 +250,10 @@ class AnthropicChat:
             response = self._client.messages.create(**request)
             return parse_message(response.model_dump(), self.model)
         except (anthropic.APIError, ValueError) as exc:
+            where = f"model {self.model} at {self.base_url}, stage '{stage}':"
+            fatal = fatal_sdk_error(exc, anthropic, BACKEND, where, self._key_name, self._api_key)
+            if fatal is not None:
+                raise fatal from None
             detail = one_line(describe_sdk_error(exc, anthropic), self._api_key)
             message = f"{BACKEND}: stage '{stage}' failed (model {self.model}, {self.base_url}): {detail}"
             raise BackendError(message) from None

@@ -12,9 +12,12 @@ Error contract (both protocols):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from skillgrad.text import clean_json, clean_text
 
 if TYPE_CHECKING:
     from skillgrad.benchmarks.base import Task
@@ -78,6 +81,11 @@ class Reply:
     data: dict[str, Any] | None = None
     usage: Usage = field(default_factory=Usage)
 
+    def __post_init__(self) -> None:
+        # A reply is outside text: lone surrogates go here, once (see skillgrad.text).
+        object.__setattr__(self, "text", clean_text(self.text))
+        object.__setattr__(self, "data", clean_json(self.data))
+
 
 class ChatModel(Protocol):
     """The optimizer role (and a chat target, via `ChatAgent`)."""
@@ -106,6 +114,18 @@ class AgentResult:
     error: str | None = None
     raw: list[dict[str, Any]] = field(default_factory=list)  # raw transcript messages (JSONL-able)
     workspace: Path | None = None  # where an agent harness worked; agentic scorers read it
+
+    def __post_init__(self) -> None:
+        # Everything here came from the agent: lone surrogates go here, once (see skillgrad.text).
+        self.answer = clean_text(self.answer)
+        self.error = clean_text(self.error) if self.error else self.error
+        self.trace = [_clean_step(step) for step in self.trace]
+        self.raw = clean_json(self.raw)
+
+
+def _clean_step(step: TraceStep) -> TraceStep:
+    text, tool = clean_text(step.text), clean_text(step.tool) if step.tool else step.tool
+    return step if (text, tool) == (step.text, step.tool) else dataclasses.replace(step, text=text, tool=tool)
 
 
 class Agent(Protocol):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from skillgrad.backends.base import AgentResult, ChatModel, Effort, Message
 from skillgrad.benchmarks.base import Task
-from skillgrad.errors import BackendError
+from skillgrad.errors import BackendError, FatalBackendError
 from skillgrad.templates import render
 
 
@@ -29,6 +29,8 @@ class ChatAgent:
         messages = [Message("system", system), Message("user", task_prompt(task))]
         try:
             reply = self.chat.complete(messages, effort=self.effort, stage="rollout")
+        except FatalBackendError:
+            raise  # not this task's failure: no call can succeed (see errors.py)
         except BackendError as exc:
             return AgentResult(answer="", is_error=True, error=str(exc))
         return AgentResult(answer=reply.text.strip(), usage=reply.usage)

@@ -22,6 +22,7 @@ Environment variables reach the CLI only through `ClaudeAgentOptions.env`; os.en
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -37,7 +38,8 @@ import claude_agent_sdk as sdk
 
 from skillgrad.backends import workspace as workspace_files
 from skillgrad.backends.base import AgentResult, Effort, Message, Reply, Role, Usage
-from skillgrad.backends.common import split_messages
+from skillgrad.backends.common import fatal_error, is_fatal_status, key_source, split_messages
+from skillgrad.backends.containment import ContainedCli
 from skillgrad.backends.structured import complete_structured
 from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config
@@ -50,6 +52,7 @@ from skillgrad.traces.steps import TraceStep
 BACKEND = "claude_code_exec"
 DEFAULT_MODEL = "claude-code-default"  # shown when the CLI picks its own default model
 _STDERR_LINES = 20
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _TRANSIENT_STATUS = re.compile(r"\b(429|5\d\d)\b")
 
 
@@ -113,6 +116,11 @@ def cli_env(cfg: Config, role: Role) -> dict[str, str]:
     return env
 
 
+def key_hint(cfg: Config, role: Role) -> str:
+    """The setting to fix when the API refuses the CLI's credentials."""
+    return f"{key_source(cfg, role, 'ANTHROPIC_API_KEY')} (or the CLI login, `claude login`)"
+
+
 def _common_options(cfg: Config, role: Role, stderr: deque[str]) -> dict[str, Any]:
     configured = cfg.model.claude_code_cli_path
     return {
@@ -121,27 +129,73 @@ def _common_options(cfg: Config, role: Role, stderr: deque[str]) -> dict[str, An
         "cli_path": str(cfg.resolve_path(configured)) if configured else None,
         "extra_args": {"no-session-persistence": None},
         "stderr": stderr.append,
+        # The SDK's default (1 MB per JSON line) fails a long reply or tool result mid-session.
+        "max_buffer_size": MAX_MESSAGE_BYTES,
     }
+
+
+class _Refused(Exception):
+    """The CLI reported the API refusing its credentials (it would retry for minutes)."""
+
+    def __init__(self, status: int | None, error: str) -> None:
+        super().__init__(error)
+        self.status = status
+        self.error = error
+
+
+def refused_credentials(event: dict[str, Any]) -> _Refused | None:
+    """An `api_retry` event for a refused key or exhausted credit: retrying cannot help."""
+    if event.get("type") != "system" or event.get("subtype") != "api_retry":
+        return None
+    status = event.get("error_status")
+    status = status if isinstance(status, int) else None
+    error = str(event.get("error") or "")
+    fatal = is_fatal_status(status, error) or error in ("authentication_failed", "billing_error")
+    return _Refused(status, error or "refused") if fatal else None
 
 
 async def _collect(
     prompt: str, options: sdk.ClaudeAgentOptions, timeout_s: float, events: list[dict[str, Any]]
 ) -> None:
     """Run one CLI session, appending every message as it arrives (kept even on timeout)."""
-    with anyio.fail_after(timeout_s):
-        async for msg in sdk.query(prompt=prompt, options=options):
-            events.append(sdk_message_to_event(msg))
+    refused: _Refused | None = None
+    stream = sdk.query(prompt=prompt, options=options)
+    try:
+        with anyio.fail_after(timeout_s):
+            async for msg in stream:
+                event = sdk_message_to_event(msg)
+                events.append(event)
+                refused = refused_credentials(event)
+                if refused is not None:
+                    break
+    finally:
+        # Close in this task, whatever ended the loop: the SDK ends the CLI process here, instead
+        # of a garbage-collected generator doing it after the event loop is gone.
+        close = getattr(stream, "aclose", None)  # typed as an iterator; it is an async generator
+        if close is not None:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await close()
+    if refused is not None:
+        raise refused
 
 
 def run_session(
-    prompt: str, options: sdk.ClaudeAgentOptions, timeout_s: float, stderr: deque[str]
+    prompt: str,
+    options: sdk.ClaudeAgentOptions,
+    timeout_s: float,
+    stderr: deque[str],
+    key_hint: str = "ANTHROPIC_API_KEY",
 ) -> tuple[list[dict[str, Any]], ParsedSession, str | None]:
     """Run the CLI synchronously; (raw events, parsed session, failure text or None). Never raises
-    for a CLI failure: a crash, a timeout or a missing result record all come back as text."""
+    for a CLI failure: a crash, a timeout or a missing result record all come back as text. Raises
+    `FatalBackendError` (naming `key_hint`) as soon as the API refuses the credentials."""
     events: list[dict[str, Any]] = []
     failure: str | None = None
     try:
         anyio.run(_collect, prompt, options, timeout_s, events)
+    except _Refused as refused:
+        where = f"the API at {options.env.get('ANTHROPIC_BASE_URL') or 'api.anthropic.com'}"
+        raise fatal_error(BACKEND, where, refused.status, refused.error, key_hint) from None
     except TimeoutError:
         failure = f"Claude Code timed out after {timeout_s:g}s"
     except Exception as exc:  # the SDK raises several types for a dead or broken CLI
@@ -178,9 +232,15 @@ class ClaudeCodeAgent:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.model = cfg.model.model_for("target") or DEFAULT_MODEL
+        cli = find_cli(cfg)
+        # Every process the agent starts ends with its task; it sees no other process (containment.py).
+        self.launcher = ContainedCli(cli, os.environ) if cli else None
 
     def options(self, workspace: Path, stderr: deque[str]) -> sdk.ClaudeAgentOptions:
         m = self.cfg.model
+        common = _common_options(self.cfg, "target", stderr)
+        if self.launcher is not None:
+            common["cli_path"] = self.launcher.path
         return sdk.ClaudeAgentOptions(
             cwd=str(workspace),
             system_prompt={"type": "preset", "preset": "claude_code"},  # the real Claude Code prompt
@@ -191,7 +251,7 @@ class ClaudeCodeAgent:
             skills=[self.cfg.skill.name],
             max_turns=m.claude_code_max_turns,
             effort=m.effort_for("target"),
-            **_common_options(self.cfg, "target", stderr),
+            **common,
         )
 
     def run(self, task: Task, skill: str, workspace: Path) -> AgentResult:
@@ -205,7 +265,11 @@ class ClaudeCodeAgent:
         prompt = render("skillgrad.backends", "claude_code_prompt", skill_name=self.cfg.skill.name)
         stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         events, session, failure = run_session(
-            prompt, self.options(workspace, stderr), self.cfg.model.claude_code_timeout_s, stderr
+            prompt,
+            self.options(workspace, stderr),
+            self.cfg.model.claude_code_timeout_s,
+            stderr,
+            key_hint(self.cfg, "target"),
         )
         error = failure or ("; ".join(session.errors) if session.is_error else None)
         if failure:  # the optimizer should see why the run stopped, as the trace's last step
@@ -270,7 +334,8 @@ class ClaudeCodeChat:
         stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         with tempfile.TemporaryDirectory(prefix="skillgrad-cc-") as cwd:
             options = self.options(cwd, system, schema, effort, stderr)
-            _, session, failure = run_session(prompt, options, self.cfg.model.claude_code_timeout_s, stderr)
+            timeout = self.cfg.model.claude_code_timeout_s
+            _, session, failure = run_session(prompt, options, timeout, stderr, key_hint(self.cfg, self.role))
         return session, failure
 
     def _call(

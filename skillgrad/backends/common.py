@@ -6,6 +6,9 @@ from types import ModuleType
 
 from skillgrad.backends.base import Message, Role
 from skillgrad.config import Config
+from skillgrad.errors import FatalBackendError
+
+_OUT_OF_CREDIT = ("insufficient_quota", "exceeded your current quota", "credit balance", "billing")
 
 
 def one_line(text: str, secret: str | None, limit: int = 300) -> str:
@@ -59,3 +62,43 @@ def split_messages(messages: list[Message]) -> tuple[str, str]:
     if len(turns) == 1 and turns[0].role == "user":
         return system, turns[0].content
     return system, "\n\n".join(f"### {m.role}\n\n{m.content}" for m in turns)
+
+
+def key_source(cfg: Config, role: Role, env_var: str) -> str:
+    """Where the role's API key comes from, spelled as the user would fix it."""
+    m = cfg.model
+    if (m.optimizer_api_key if role == "optimizer" else m.target_api_key) is not None:
+        return f"model.{role}_api_key"
+    return "model.api_key" if m.api_key is not None else env_var
+
+
+def is_fatal_status(status: int | None, text: str) -> bool:
+    """An HTTP answer after which no call can succeed: refused credentials (401/403), payment
+    required (402), or a 400/429 whose message says the quota or credit is used up (a plain rate
+    limit is transient and is retried)."""
+    if status in (401, 402, 403):
+        return True
+    lowered = text.lower()
+    return status in (400, 429) and any(word in lowered for word in _OUT_OF_CREDIT)
+
+
+def fatal_error(backend: str, where: str, status: int | None, detail: str, key: str) -> FatalBackendError:
+    """The one line that stops the run: what was refused, by whom, and which key to fix."""
+    refused = status in (401, 403) or status is None
+    kind = "authentication failed, the API key was refused" if refused else "no quota or credit left"
+    code = f" (HTTP {status})" if status else ""
+    return FatalBackendError(
+        f"{backend}: {where} {kind}{code}: {detail}; fix {key} (no further call can succeed)"
+    )
+
+
+def fatal_sdk_error(
+    exc: Exception, sdk: ModuleType, backend: str, where: str, key: str, secret: str | None
+) -> FatalBackendError | None:
+    """The FatalBackendError for an openai/anthropic SDK exception that is one, else None."""
+    if not isinstance(exc, sdk.APIStatusError):
+        return None
+    message = str(exc.message)
+    if not is_fatal_status(exc.status_code, f"{message} {getattr(exc, 'body', '')}"):
+        return None
+    return fatal_error(backend, where, exc.status_code, one_line(message, secret, 200), key)

@@ -3,9 +3,10 @@
 - One loaded model per (file, context size, threads), shared by every role that uses that file:
   `LocalFactory` keeps the runtimes in a weak cache, so the model is loaded once and unloaded when
   the last chat object using it goes away.
-- xllamacpp's embedded server is thread safe and queues concurrent requests, so the trainer's
-  worker threads call `complete()` concurrently without a lock of ours. One slot: on a small CPU
-  box extra parallel slots add no throughput and split the context.
+- The model runs in a child process of its own (see `LocalRuntime`: unloading it in-process can
+  deadlock the interpreter); the trainer's worker threads call `complete()` concurrently and the
+  requests go to it one at a time. One slot: on a small CPU box extra parallel slots add no
+  throughput and split the context.
 - With a schema, decoding is constrained to the JSON schema (llama.cpp's LLGuidance), and the reply
   still goes through `structured.complete_structured`, so data is validated like every backend's.
 - Usage comes from the runtime's token counts; cost is 0.0. Per-chat `stats()` reports tokens/s.
@@ -16,10 +17,14 @@ Error contract (base.py): a failed request raises `BackendError` (a context over
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import secrets
 import threading
 import weakref
 from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +80,8 @@ def _string_slots(schema: Any) -> int:
         return 0
     if _is_free_string(schema):
         return 1
+    if "anyOf" in schema:  # one branch is generated, so the longest branch bounds the reply
+        return max((_string_slots(s) for s in schema["anyOf"]), default=0)
     inner = sum(_string_slots(v) for k, v in schema.items() if k != "items")
     if schema.get("type") == "array" and "items" in schema:
         inner += int(schema.get("maxItems", MAX_DECODED_ARRAY_ITEMS)) * _string_slots(schema["items"])
@@ -155,25 +162,58 @@ def _error_message(error: Any) -> str:
 
 
 class LocalRuntime:
-    """One loaded GGUF model. Thread safe: the embedded server queues concurrent requests."""
+    """One loaded GGUF model, served by a child process of its own. Thread safe: requests are
+    sent one at a time over a pipe (the model has one slot anyway).
+
+    Why a process: xllamacpp's `Server` destructor joins its worker thread while holding the GIL
+    and can wait for ever (seen on a busy machine), freezing the whole interpreter, timeouts
+    included. The child never runs that destructor: when the runtime is closed or garbage collected
+    its pipe closes and the child leaves with `os._exit`, and a child that does not leave in time
+    is killed. A crash inside llama.cpp ends the child, not the run: the call raises BackendError."""
 
     def __init__(self, path: Path, *, ctx: int, threads: int) -> None:
         self.path = path
         self.ctx = ctx
         self.threads = threads
-        try:
-            self._server = xllamacpp.Server(_params(path, ctx, threads))
-        except Exception as exc:  # the runtime reports a bad file as a generic error
+        self._lock = threading.Lock()
+        spawn = multiprocessing.get_context("spawn")
+        self._conn, child_end = spawn.Pipe()
+        self._process = spawn.Process(target=_serve, args=(child_end, str(path), ctx, threads), daemon=True)
+        self._process.start()
+        child_end.close()
+        self._finalizer = weakref.finalize(self, _shutdown, self._conn, self._process)
+        hello = self._receive()
+        if "load_error" in hello:
+            self.close()
             raise UserError(
-                f"model.local_model {str(path)!r}: the runtime could not load it ({exc})"
+                f"model.local_model {str(path)!r}: the runtime could not load it ({hello['load_error']})"
+            )
+
+    def close(self) -> None:
+        """Unload the model now (otherwise when the runtime is garbage collected)."""
+        self._finalizer()
+
+    def _receive(self) -> dict[str, Any]:
+        try:
+            message: dict[str, Any] = self._conn.recv()
+        except (EOFError, OSError):
+            self._process.join(5)
+            raise BackendError(
+                f"{NAME}: the model process ended unexpectedly (exit {self._process.exitcode})"
             ) from None
+        return message
 
     def chat(self, request: dict[str, Any]) -> tuple[str, Usage, Stats]:
         """One chat completion. Raises BackendError for a refused or failed request."""
-        try:
-            result = self._server.handle_chat_completions(request)
-        except RuntimeError as exc:
-            raise BackendError(f"{NAME}: request refused by the runtime: {exc}") from exc
+        with self._lock:
+            try:
+                self._conn.send(request)
+            except (OSError, ValueError):
+                raise BackendError(f"{NAME}: the model process is not running") from None
+            reply = self._receive()
+        if "refused" in reply:
+            raise BackendError(f"{NAME}: request refused by the runtime: {reply['refused']}")
+        result = reply.get("result")
         if not isinstance(result, dict) or "error" in result:
             message = _error_message(result.get("error") if isinstance(result, dict) else result)
             hint = "; raise model.local_ctx or shorten the prompt" if "context" in message else ""
@@ -190,6 +230,34 @@ class LocalRuntime:
             float(t.get("predicted_ms", 0.0)),
         )
         return text, usage, stats
+
+
+def _serve(conn: Connection, path: str, ctx: int, threads: int) -> None:
+    """The model process: load, then answer requests until the pipe closes; leave by `os._exit`,
+    never through xllamacpp's destructor (see LocalRuntime)."""
+    try:
+        server = xllamacpp.Server(_params(Path(path), ctx, threads))
+    except Exception as exc:  # the runtime reports a bad file as a generic error
+        conn.send({"load_error": str(exc)})
+        os._exit(0)
+    conn.send({"ready": True})
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            os._exit(0)
+        try:
+            conn.send({"result": server.handle_chat_completions(request)})
+        except RuntimeError as exc:
+            conn.send({"refused": str(exc)})
+
+
+def _shutdown(conn: Connection, process: BaseProcess) -> None:
+    conn.close()  # the child sees EOF and leaves
+    process.join(10)
+    if process.is_alive():
+        process.kill()
+        process.join(5)
 
 
 class LocalChat:

@@ -17,7 +17,14 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
-from skillgrad.backends.common import describe_sdk_error, key_availability, one_line
+from skillgrad.backends.common import (
+    describe_sdk_error,
+    fatal_sdk_error,
+    key_availability,
+    key_source,
+    one_line,
+)
+from skillgrad.backends.deadline import DeadlineTransport
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError
@@ -123,8 +130,13 @@ def parse_completion(payload: dict[str, Any], model: str) -> tuple[str, Usage]:
 
 
 def is_response_format_rejection(exc: Exception, request: dict[str, Any]) -> bool:
-    """A 400 to a request that carried `response_format`: the server likely lacks the feature."""
-    return isinstance(exc, openai.BadRequestError) and "response_format" in request
+    """A 400 that blames `response_format` (the server lacks the feature), to a request that
+    carried it. Any other 400 (a context too long, say) says nothing about the feature."""
+    if not isinstance(exc, openai.BadRequestError) or "response_format" not in request:
+        return False
+    body = exc.body if isinstance(exc.body, dict) else {}
+    blamed = f"{exc.message} {body.get('param') or ''} {exc.body}".lower()
+    return any(word in blamed for word in ("response_format", "json_schema", "structured output"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,6 +159,7 @@ def create_chat(cfg: Config, role: Role) -> OpenAIChat:
         model=m.model_for(role) or DEFAULT_MODEL,
         base_url=m.base_url_for(role),
         api_key=_api_key(cfg, role),
+        key_name=key_source(cfg, role, "OPENAI_API_KEY"),
         temperature=m.temperature,
         max_output_tokens=m.max_output_tokens,
         timeout_s=m.timeout_s,
@@ -170,6 +183,7 @@ class OpenAIChat:
         model: str,
         base_url: str | None = None,
         api_key: str | None = None,
+        key_name: str = "OPENAI_API_KEY",
         temperature: float = 0.0,
         max_output_tokens: int = 1024,
         timeout_s: float = 120.0,
@@ -181,11 +195,14 @@ class OpenAIChat:
         self.max_output_tokens = max_output_tokens
         self.json_retries = json_retries
         self._api_key = api_key
+        self._key_name = key_name
         self._client = openai.OpenAI(
             base_url=base_url,
             api_key=api_key or PLACEHOLDER_KEY,
             max_retries=max_retries,
             timeout=timeout_s,
+            # timeout_s bounds each attempt's wall-clock time, not only each read (deadline.py)
+            http_client=openai.DefaultHttpxClient(transport=DeadlineTransport(timeout_s)),
         )
         self.base_url = str(self._client.base_url).rstrip("/") or OPENAI_BASE_URL
         # Flipped off for good once the server rejects `response_format` with a 400.
@@ -249,6 +266,10 @@ class OpenAIChat:
         return payload
 
     def _error(self, stage: str, exc: Exception) -> BackendError:
+        where = f"model {self.model!r} at {self.base_url}, stage '{stage}':"
+        fatal = fatal_sdk_error(exc, openai, self.name, where, self._key_name, self._api_key)
+        if fatal is not None:
+            return fatal
         detail = one_line(describe_sdk_error(exc, openai), self._api_key)
         return BackendError(
             f"{self.name}: model {self.model!r} at {self.base_url}, stage '{stage}': {detail}"

@@ -108,10 +108,15 @@ class Backends:
             self._states[module.__name__] = module.new_run_state()
         return (self._states[module.__name__],)
 
-    def chat(self, role: Role) -> ChatModel:
-        """The optimizer role's ChatModel (role='optimizer'), or a chat target's model."""
-        module = _usable_module(self.cfg, self.cfg.model.backend_for(role), role)
-        chat: ChatModel = module.create_chat(self.cfg, role, *self._factory_args(module))
+    def chat(self, role: Role, *, temperature: float | None = None) -> ChatModel:
+        """The optimizer role's ChatModel (role='optimizer'), or a chat target's model;
+        `temperature` overrides model.temperature (the optimizer's extra proposals)."""
+        cfg = self.cfg
+        if temperature is not None:
+            cfg = cfg.model_copy(deep=True)
+            cfg.model.temperature = temperature
+        module = _usable_module(cfg, cfg.model.backend_for(role), role)
+        chat: ChatModel = module.create_chat(cfg, role, *self._factory_args(module))
         return chat
 
     def agent(self) -> Agent:

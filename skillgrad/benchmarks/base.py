@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from skillgrad.text import clean_json, clean_text
+
 if TYPE_CHECKING:
     from skillgrad.backends.base import AgentResult, ChatModel
 
@@ -29,6 +31,14 @@ class Task:
     context: str | None = None
     answers: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Tasks come from data files: lone surrogates go here, once (see skillgrad.text).
+        object.__setattr__(self, "id", clean_text(self.id))
+        object.__setattr__(self, "question", clean_text(self.question))
+        object.__setattr__(self, "context", clean_text(self.context) if self.context else self.context)
+        object.__setattr__(self, "answers", tuple(clean_text(a) for a in self.answers))
+        object.__setattr__(self, "meta", clean_json(self.meta))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -6,9 +6,13 @@ and `.meta/config.json` (its `files.solution` / `files.test` name the files; `.m
 the reference solution and never leaves the source folder). Split by seed over exercise slugs.
 
 `prepare` writes the stub, tests, helper files and `instructions.md` into the agent's workspace.
-`score` copies the *pristine* tests and helpers plus the agent's solution files into a fresh temp
-folder (so edited tests or a planted conftest.py cannot fake a pass) and runs pytest there under
-`sandbox.Sandbox`; the value is the fraction of tests passing, the feedback lists failing tests.
+`score` copies the *pristine* tests and helpers plus the agent's solution files (regular files only:
+a symlinked solution is refused) into a fresh temp folder (so edited tests or a planted conftest.py
+cannot fake a pass) and runs pytest there under `sandbox.Sandbox`. Outcomes come from the
+`skillgrad_verdict` plugin (see `pytest_judge/`), written with a one-time nonce to the sandbox's
+private report descriptor, never from a file the solution could rewrite; exiting early or patching
+the test framework scores 0. The value is the fraction of tests passing, the feedback lists
+failing tests.
 
 Options: `timeout_s` (default 60), `memory_mb` (default 2048), `exercises` (a list of slugs to
 restrict the pool to).
@@ -17,11 +21,11 @@ restrict the pool to).
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import tempfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +38,9 @@ from skillgrad.errors import UserError
 
 if TYPE_CHECKING:
     from skillgrad.backends.base import AgentResult
+
+VERDICT_PLUGIN_DIR = Path(__file__).with_name("pytest_judge")  # holds only skillgrad_verdict.py
+MAX_SOLUTION_BYTES = 4 * 1024 * 1024
 
 _QUESTION = (
     "Solve the coding exercise '{slug}'. Edit {solution} in your working directory so that the "
@@ -106,40 +113,65 @@ def _copy_public_files(source: Path, dest: Path) -> None:
             shutil.copyfile(item, dest / item.name)
 
 
-def parse_junit(path: Path) -> tuple[int, list[tuple[str, str]]]:
-    """(number of tests run, [(failing test name, first line of its message)]) from a junit XML."""
-    root = ET.parse(path).getroot()
-    total, failing = 0, []
-    for case in root.iter("testcase"):
-        if case.find("skipped") is not None:
-            continue
-        total += 1
-        bad = case.find("failure") if case.find("failure") is not None else case.find("error")
-        if bad is not None:
-            message = (bad.get("message") or bad.text or "").strip().splitlines()
-            failing.append((case.get("name", "?"), message[0][:150] if message else ""))
-    return total, failing
+def _verdict(run: RunResult, nonce: str) -> dict[str, Any] | None:
+    """The plugin's report, if it wrote one with this run's nonce (anything else is forged or absent)."""
+    try:
+        verdict = json.loads(run.report) if run.report else None
+    except ValueError:
+        return None
+    if (
+        not isinstance(verdict, dict)
+        or verdict.get("nonce") != nonce
+        or not isinstance(verdict.get("tests"), dict)
+    ):
+        return None
+    return verdict
 
 
-def _judge(run: RunResult, junit: Path, timeout_s: float) -> Score:
+def _judge(run: RunResult, verdict: dict[str, Any] | None, timeout_s: float) -> Score:
     if run.timed_out:
         return Score(
             0.0, False, f"the tests timed out after {timeout_s:g}s (an infinite loop or very slow code)"
         )
-    if not junit.is_file():
+    if verdict is None:
+        tail = (run.stderr or run.stdout)[-400:]
         return Score(
-            0.0, False, f"pytest did not run (exit {run.returncode}): {(run.stderr or run.stdout)[-400:]}"
+            0.0, False, f"pytest did not finish (exit {run.returncode}; the code ended it early): {tail}"
         )
-    total, failing = parse_junit(junit)
-    if total == 0:
+    if verdict.get("tampered"):
+        names = ", ".join(map(str, verdict["tampered"][:5]))
+        return Score(0.0, False, f"the solution changed the test framework ({names}); that is not a solution")
+    outcomes = [(str(k), v) for k, v in verdict["tests"].items() if isinstance(v, dict)]
+    ran = [(name, v) for name, v in outcomes if v.get("outcome") != "skipped"]
+    failing = [
+        (name.rsplit("::", 1)[-1], str(v.get("message", "")))
+        for name, v in ran
+        if v.get("outcome") != "passed"
+    ]
+    if not ran:
         tail = " | ".join(run.stdout.strip().splitlines()[-4:])[-400:]
         return Score(0.0, False, f"no tests ran: the solution does not import or collect ({tail})")
-    passed = total - len(failing)
+    passed = len(ran) - len(failing)
     if not failing:
-        return Score(1.0, True, f"all {total} tests passed")
+        return Score(1.0, True, f"all {len(ran)} tests passed")
     shown = "; ".join(f"{name}: {msg}" if msg else name for name, msg in failing[:8])
     more = f"; and {len(failing) - 8} more" if len(failing) > 8 else ""
-    return Score(passed / total, False, f"{passed}/{total} tests passed; failing: {shown}{more}")
+    return Score(passed / len(ran), False, f"{passed}/{len(ran)} tests passed; failing: {shown}{more}")
+
+
+def _solution_problem(workspace: Path, names: list[str]) -> str | None:
+    """Why the workspace's solution files cannot be scored, or None. A symlink (to a correct file
+    elsewhere, say) is refused: only what the agent wrote counts, live and on a cache replay alike."""
+    base = workspace.resolve()
+    for name in names:
+        path = workspace / name
+        if path.is_symlink() or not path.resolve().is_relative_to(base):
+            return f"solution file {name} is a symlink; write the solution into the file itself"
+        if not path.is_file():
+            return f"solution file(s) missing from the workspace: {name}"
+        if path.stat().st_size > MAX_SOLUTION_BYTES:  # checked before anything reads or copies it
+            return f"solution file {name} is larger than {MAX_SOLUTION_BYTES // 1024 // 1024} MB"
+    return None
 
 
 class CodingTasks:
@@ -164,28 +196,26 @@ class CodingTasks:
     def score(self, task: Task, result: AgentResult) -> Score:
         if result.workspace is None or not result.workspace.is_dir():
             return Score(0.0, False, f"no workspace to score (agent error: {result.error or 'none'})")
-        missing = [f for f in task.meta["solution"] if not (result.workspace / f).is_file()]
-        if missing:
-            return Score(0.0, False, f"solution file(s) missing from the workspace: {', '.join(missing)}")
+        problem = _solution_problem(result.workspace, task.meta["solution"])
+        if problem:
+            return Score(0.0, False, problem)
         with tempfile.TemporaryDirectory(prefix="skillgrad-code-") as tmp:
             run_dir = Path(tmp)
             _copy_public_files(Path(task.meta["folder"]), run_dir)
             for name in task.meta["solution"]:
                 shutil.copyfile(result.workspace / name, run_dir / name)
             (run_dir / "pytest.ini").write_text("[pytest]\naddopts =\n", encoding="utf-8")
-            junit = run_dir / ".junit.xml"
-            argv = [
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                f"--junitxml={junit}",
-                *task.meta["tests"],
-            ]
+            nonce = secrets.token_hex(16)
+            argv = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "skillgrad_verdict"]
             # Plugin autoload off: installed pytest plugins must not change how exercises are scored.
-            run = self.sandbox.run_python(argv, run_dir, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
-            score = _judge(run, junit, self.options.timeout_s)
+            run = self.sandbox.run_python(
+                [*argv, *task.meta["tests"]],
+                run_dir,
+                env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+                path=(str(VERDICT_PLUGIN_DIR),),
+                stdin=nonce.encode(),
+            )
+            score = _judge(run, _verdict(run, nonce), self.options.timeout_s)
         if result.is_error:
             return Score(score.value, score.passed, f"{score.feedback} (the agent reported: {result.error})")
         return score

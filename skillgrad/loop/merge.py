@@ -11,8 +11,8 @@ from skillgrad.skill import Edit, normalize_text
 @dataclass
 class MergedEdit:
     edit: Edit
-    support: int = 1  # how many minibatches proposed it
-    failures: int = 0  # failed tasks in those minibatches
+    support: int = 1  # how many proposals (of any minibatch) contained it
+    failures: int = 0  # failed tasks in the minibatches that proposed it
     sources: list[int] = field(default_factory=list)  # minibatch indexes
 
     def to_json(self) -> dict[str, Any]:
@@ -31,21 +31,29 @@ class Patch:
     minibatch: int
     edits: list[Edit]
     failures: int
+    proposal: int = 0  # which of the minibatch's proposals (optimizer.proposals_per_minibatch)
 
 
 class UnionMerge:
-    """Union of all patches: identical edits (ignoring case/whitespace) count as support; two
-    different deletes/replaces of the same target conflict, and the better-supported one wins."""
+    """Union of all patches: identical edits (ignoring case/whitespace) count as support, once
+    per proposal; two different deletes/replaces of the same target conflict, and the
+    better-supported one wins."""
 
     def merge(self, patches: list[Patch]) -> list[MergedEdit]:
         merged: dict[tuple[str, str, str], MergedEdit] = {}
-        for patch in sorted(patches, key=lambda p: p.minibatch):
+        seen: set[tuple[tuple[str, str, str], int, int]] = set()
+        for patch in sorted(patches, key=lambda p: (p.minibatch, p.proposal)):
             for edit in patch.edits:
-                item = merged.get(edit.key())
+                key = edit.key()
+                if (key, patch.minibatch, patch.proposal) in seen:
+                    continue
+                seen.add((key, patch.minibatch, patch.proposal))
+                item = merged.get(key)
                 if item is None:
-                    merged[edit.key()] = MergedEdit(edit, 1, patch.failures, [patch.minibatch])
-                elif patch.minibatch not in item.sources:
-                    item.support += 1
+                    merged[key] = MergedEdit(edit, 1, patch.failures, [patch.minibatch])
+                    continue
+                item.support += 1
+                if patch.minibatch not in item.sources:
                     item.failures += patch.failures
                     item.sources.append(patch.minibatch)
         return _resolve_conflicts(list(merged.values()))

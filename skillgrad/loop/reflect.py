@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from skillgrad.backends.base import ChatModel, Effort, Message, Reply
 from skillgrad.loop.merge import Patch
 from skillgrad.loop.rollout import Rollout
-from skillgrad.skill import EDIT_OPS, Edit
+from skillgrad.skill import END_ANCHOR, Edit, edit_targets
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.traces.view import render_view
@@ -27,20 +27,36 @@ def trace_heading(harness: str) -> str:
 TRACE_HEADING = trace_heading("Claude")  # Claude Code's, the default
 
 
-def patch_schema(max_edits: int) -> dict[str, Any]:
-    edit = {
-        "type": "object",
-        "properties": {
-            "op": {"type": "string", "enum": list(EDIT_OPS)},
-            "target": {"type": "string"},
-            "content": {"type": "string"},
-            "rationale": {"type": "string"},
-        },
-        "required": ["op", "target", "content", "rationale"],
-    }
+def _edit_variant(op: str, targets: list[str], content: dict[str, Any]) -> dict[str, Any]:
+    # Property order is generation order for constrained decoders: the rule first, so the
+    # choice of where it goes is conditioned on what it says.
     return {
         "type": "object",
-        "properties": {"edits": {"type": "array", "items": edit, "maxItems": max_edits}},
+        "properties": {
+            "content": content,
+            "op": {"type": "string", "enum": [op]},
+            "target": {"type": "string", "enum": targets},
+            "rationale": {"type": "string"},
+        },
+        "required": ["content", "op", "target", "rationale"],
+        "additionalProperties": False,
+    }
+
+
+def patch_schema(skill: str, max_edits: int) -> dict[str, Any]:
+    """The analyst's reply schema for this skill. Only edits that can apply are expressible: a
+    replace/delete targets one of the skill's current lines, an add anchors on one of them or
+    on "end" ("" is accepted as "end"); an empty skill offers add only."""
+    lines = edit_targets(skill)
+    rule = {"type": "string", "minLength": 1}
+    variants = [_edit_variant("add", list(dict.fromkeys([*lines, END_ANCHOR, ""])), rule)]
+    if lines:
+        variants.append(_edit_variant("replace", lines, rule))
+        variants.append(_edit_variant("delete", lines, {"type": "string", "maxLength": 0}))
+    item = variants[0] if len(variants) == 1 else {"anyOf": variants}
+    return {
+        "type": "object",
+        "properties": {"edits": {"type": "array", "items": item, "maxItems": max_edits}},
         "required": ["edits"],
     }
 
@@ -100,7 +116,16 @@ def _task_block(index: int, rollout: Rollout, inputs: AnalystInputs, trace: str)
     )
 
 
-def analyst_messages(inputs: AnalystInputs) -> list[Message]:
+def targets_section(skill: str) -> str:
+    lines = edit_targets(skill)
+    if not lines:
+        return render(PROMPTS, "analyst_targets_empty")
+    listed = "\n".join(json.dumps(t, ensure_ascii=False) for t in lines)
+    return render(PROMPTS, "analyst_targets", lines=listed)
+
+
+def prompt_sections(inputs: AnalystInputs) -> dict[str, object]:
+    """The parts of the user prompt that the patch and rewrite analysts share."""
     failed = sum(1 for r in inputs.rollouts if not r.score.passed)
     traces = trace_sections(inputs)
     tasks = "\n".join(
@@ -111,19 +136,24 @@ def analyst_messages(inputs: AnalystInputs) -> list[Message]:
     if inputs.rejected:
         lines = "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in inputs.rejected)
         rejected = render(PROMPTS, "analyst_rejected", edits=lines)
-    user = render(
-        PROMPTS,
-        "analyst_user",
-        skill=inputs.skill.strip() or "(the skill is empty)",
-        n_failed=failed,
-        n_passed=len(inputs.rollouts) - failed,
-        tasks=tasks,
-        rejected=rejected,
-        max_edits=inputs.max_edits,
-    )
-    system = render(PROMPTS, "analyst_system", max_edits=inputs.max_edits)
+    return {
+        "skill": inputs.skill.strip() or "(the skill is empty)",
+        "n_failed": failed,
+        "n_passed": len(inputs.rollouts) - failed,
+        "tasks": tasks,
+        "rejected": rejected,
+        "max_edits": inputs.max_edits,
+    }
+
+
+def tidy_messages(system: str, user: str) -> list[Message]:
     # Optional sections leave blank-line runs behind; collapse them so the prompt stays tidy.
     return [Message("system", system), Message("user", re.sub(r"\n{3,}", "\n\n", user))]
+
+
+def analyst_messages(inputs: AnalystInputs) -> list[Message]:
+    user = render(PROMPTS, "analyst_user", targets=targets_section(inputs.skill), **prompt_sections(inputs))
+    return tidy_messages(render(PROMPTS, "analyst_system", max_edits=inputs.max_edits), user)
 
 
 def parse_patch(data: dict[str, Any] | None, minibatch: int, failures: int, max_edits: int) -> Patch:
@@ -138,14 +168,15 @@ def parse_patch(data: dict[str, Any] | None, minibatch: int, failures: int, max_
 
 
 def reflect(
-    optimizer: ChatModel, inputs: AnalystInputs, minibatch: int, effort: Effort | None
+    optimizer: ChatModel, inputs: AnalystInputs, minibatch: int, effort: Effort | None, proposal: int = 0
 ) -> tuple[Patch, Reply, list[Message]]:
     messages = analyst_messages(inputs)
     reply = optimizer.complete(
-        messages, schema=patch_schema(inputs.max_edits), effort=effort, stage="reflect"
+        messages, schema=patch_schema(inputs.skill, inputs.max_edits), effort=effort, stage="reflect"
     )
     failures = sum(1 for r in inputs.rollouts if not r.score.passed)
-    return parse_patch(reply.data, minibatch, failures, inputs.max_edits), reply, messages
+    patch = parse_patch(reply.data, minibatch, failures, inputs.max_edits)
+    return replace(patch, proposal=proposal), reply, messages
 
 
 def reflection_record(
@@ -154,6 +185,7 @@ def reflection_record(
     """What one analyst saw and said, as stored in steps/NNNN/reflections/mb_NN.json."""
     return {
         "minibatch": index,
+        "proposal": patch.proposal,
         "tasks": [r.task.id for r in minibatch],
         "prompt": [{"role": m.role, "content": m.content} for m in messages],
         "reply": reply.text,

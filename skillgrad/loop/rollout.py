@@ -16,6 +16,7 @@ from typing import Any
 from skillgrad.backends.base import Agent, AgentResult
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Score, Task
 from skillgrad.cache import saved_usage
+from skillgrad.errors import FatalBackendError
 
 
 @dataclass
@@ -62,20 +63,30 @@ def run_rollouts(
     before_call: Callable[[], None],
     concurrency: int,
     slots: threading.Semaphore | None = None,
+    refused: list[FatalBackendError] | None = None,
 ) -> list[Rollout]:
     """Run every task (`agent_for(index)` runs the index-th: repeats of a task use resampling
     agents); `on_done(index, rollout)` persists each as it finishes (crash-safe); `before_call`
     raises BudgetStop when no further paid call may start. `slots`, shared by stages that run
-    side by side, bounds their calls in flight together."""
+    side by side, bounds their calls in flight together; `refused`, shared the same way, holds the
+    FatalBackendError after which no task of any of them starts."""
+
+    # Set by the first refusal (shared by stages that run side by side): no further task starts.
+    refused = refused if refused is not None else []
 
     def one(index: int, task: Task) -> Rollout:
         with slots if slots is not None else contextlib.nullcontext():
+            if refused:  # checked once a slot is ours: a refusal may have come while we waited
+                raise refused[0]
             before_call()
             workspace = workspace_for(index, task)
             if isinstance(benchmark, AgenticBenchmark):
                 benchmark.prepare(task, workspace)
             try:
                 result = agent_for(index).run(task, skill, workspace)
+            except FatalBackendError as exc:
+                refused.append(exc)
+                raise  # refused key / no credit: every task would fail, the run stops (errors.py)
             except Exception as exc:  # Agent must not raise; a buggy backend still must not kill the run
                 result = AgentResult(answer="", is_error=True, error=f"{type(exc).__name__}: {exc}")
         if result.workspace is None:
@@ -86,4 +97,8 @@ def run_rollouts(
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         futures = [pool.submit(one, i, t) for i, t in enumerate(tasks)]
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except FatalBackendError:
+            pool.shutdown(wait=True, cancel_futures=True)  # tasks not started yet never start
+            raise

@@ -1,11 +1,14 @@
-"""Textual learning rate: schedules for the max edits per step, and rank + clip of merged edits."""
+"""Textual learning rate: schedules for the max edits per step; rank, then select what applies."""
 
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from skillgrad.loop.merge import MergedEdit
+from skillgrad.skill import Edit, SkillDoc, normalize_text
 
 
 class Schedule(Protocol):
@@ -48,3 +51,68 @@ RANKERS: dict[str, type[SupportRank]] = {"support": SupportRank}
 def clip(edits: list[MergedEdit], learning_rate: int) -> tuple[list[MergedEdit], list[MergedEdit]]:
     """(selected, dropped): at most `learning_rate` edits are applied per step."""
     return edits[:learning_rate], edits[learning_rate:]
+
+
+# Why a merged edit was not selected; the keys of `Selection.counts()` and merged_patch.json.
+COPIED = "copied from the prompt"
+REJECTED = "rejected earlier this epoch"
+INAPPLICABLE = "cannot apply to the current skill"
+CLIPPED = "over the learning rate"
+DROP_REASONS = (COPIED, REJECTED, INAPPLICABLE, CLIPPED)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    item: MergedEdit
+    why: str  # one of DROP_REASONS
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.item.to_json(), "dropped_because": self.why, "detail": self.detail}
+
+
+@dataclass
+class Selection:
+    selected: list[MergedEdit] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {why: sum(1 for d in self.dropped if d.why == why) for why in DROP_REASONS}
+
+
+def rule_key(edit: Edit) -> tuple[str, str]:
+    """What makes two edits the same rule: the text they bring in (or, for a delete, remove)."""
+    if edit.op == "delete":
+        return ("delete", normalize_text(edit.target))
+    return ("text", normalize_text(edit.content))
+
+
+def select_valid(
+    ranked: list[MergedEdit],
+    skill: str,
+    learning_rate: int,
+    *,
+    rejected: list[Edit],
+    copied: Callable[[Edit], bool],
+    max_chars: int | None = None,
+) -> Selection:
+    """Selection after validity: walk the ranked edits, drop those copied from the prompt, those
+    rejected earlier this epoch and those that do not apply to the skill as it stands after the
+    edits already selected; only what applies counts against the learning rate."""
+    rejected_keys = {rule_key(e) for e in rejected}
+    doc, out = SkillDoc(skill), Selection()
+    for item in ranked:
+        if copied(item.edit):
+            out.dropped.append(Dropped(item, COPIED))
+        elif rule_key(item.edit) in rejected_keys:
+            out.dropped.append(Dropped(item, REJECTED))
+        elif len(out.selected) >= learning_rate:
+            out.dropped.append(Dropped(item, CLIPPED))
+        else:
+            new, outcome = doc.apply_one(item.edit, max_chars)
+            if outcome.status == "applied":
+                doc = new
+                out.selected.append(item)
+            else:
+                out.dropped.append(Dropped(item, INAPPLICABLE, outcome.reason))
+    return out

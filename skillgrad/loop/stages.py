@@ -8,18 +8,19 @@ import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillgrad.backends.base import Agent, ChatModel
-from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Task
+from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark, Task
 from skillgrad.cache import CachedAgent, saved_usage
 from skillgrad.config import Config
-from skillgrad.errors import BackendError, StructuredOutputError
-from skillgrad.loop.accounting import Accounting
+from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
+from skillgrad.loop.accounting import Accounting, MeteredChatModel
 from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
-from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflect, reflection_record, trace_heading
+from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
+from skillgrad.loop.rewrite import ANALYSTS
 from skillgrad.loop.rollout import Rollout, mean_score, run_rollouts
 from skillgrad.loop.state import TrainState
 from skillgrad.runs import TRACE_FILE, RunDir
@@ -38,6 +39,7 @@ class Roles:
     trace_name: str | None = None  # the harness's name in the analyst's trace heading
     trace_file: str = TRACE_FILE  # each rollout's rendered trace steps
     judge: ChatModel | None = None  # scores a JudgedBenchmark's rollouts
+    samplers: list[ChatModel] = field(default_factory=list)  # the optimizer for extra proposals
 
 
 def resampled(agent: Agent, repeat: int) -> Agent:
@@ -68,8 +70,16 @@ class Stages:
         # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not to.
         self.include_traces = roles.harness and cfg.model.traces_to_optimizer(cfg.model.backend_for("target"))
         self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
+        self.analyst = ANALYSTS[cfg.optimizer.edit_mode]
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
+        if isinstance(benchmark, JudgedBenchmark):
+            if roles.judge is None:
+                raise TrainingFailed(
+                    f"benchmark '{benchmark.name}' is scored by a judge, but no judge role was built"
+                )
+            benchmark.use_judge(MeteredChatModel(roles.judge, accounting, "optimizer", "judge"))
         self.slots = threading.Semaphore(cfg.train.concurrency)  # calls in flight, all stages together
+        self.refused: list[FatalBackendError] = []  # a refused key or quota: no stage starts a call
         self.epoch: int | None = None  # the epoch in progress, for progress events
         self._lock = threading.Lock()
 
@@ -89,6 +99,8 @@ class Stages:
         if fresh and not callable(prefix):
             shutil.rmtree(self.run.path(str(prefix)), ignore_errors=True)
         self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks))
+        for folder in dict.fromkeys(folder_of(i) for i in range(len(tasks))):
+            self.run.write_task_index(folder, [t for i, t in enumerate(tasks) if folder_of(i) == folder])
         done = [0]
 
         def on_done(index: int, rollout: Rollout) -> None:
@@ -125,6 +137,7 @@ class Stages:
             before_call=self.accounting.reserve,
             concurrency=self.cfg.train.concurrency,
             slots=self.slots,
+            refused=self.refused,
         )
         self.events.emit("stage_end", stage=stage, step=step, mean_score=mean_score(results))
         return results
@@ -135,28 +148,34 @@ class Stages:
         size = self.cfg.train.minibatch_size
         minibatches = [rollouts[i : i + size] for i in range(0, len(rollouts), size)]
         # Minibatches where every task passed carry no signal for a fix: skip their cost.
-        work = [(i, mb) for i, mb in enumerate(minibatches) if any(not r.score.passed for r in mb)]
+        failing = [(i, mb) for i, mb in enumerate(minibatches) if any(not r.score.passed for r in mb)]
+        chats = [optimizer, *self.roles.samplers][: self.cfg.optimizer.proposals_per_minibatch]
+        work = [(i, mb, k) for i, mb in failing for k in range(len(chats))]
         self.events.emit("stage_start", stage="reflect", step=step, epoch=self.epoch, total=len(work))
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
 
-        def one(index: int, minibatch: list[Rollout]) -> Patch | Exception:
+        def one(index: int, minibatch: list[Rollout], proposal: int) -> Patch | Exception:
             with self.slots:
                 self.accounting.reserve()
                 inputs = AnalystInputs(
                     state.current_text,
                     minibatch,
                     rejected,
-                    lr,
+                    max(lr, self.cfg.optimizer.max_proposed_edits),
                     self.include_traces,
                     self.caps,
                     self.cfg.trace.prompt_chars,
                     self.trace_heading,
                 )
-                record_path = self.run.step_dir(step) / "reflections" / f"mb_{index:02d}.json"
+                name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "")
+                record_path = self.run.step_dir(step) / "reflections" / f"{name}.json"
                 try:
-                    patch, reply, messages = reflect(
-                        optimizer, inputs, index, self.cfg.model.effort_for("optimizer")
+                    patch, reply, messages = self.analyst(
+                        chats[proposal], inputs, index, self.cfg.model.effort_for("optimizer"), proposal
                     )
+                except FatalBackendError:
+                    self.accounting.release()
+                    raise
                 except (StructuredOutputError, BackendError) as exc:
                     self.accounting.release()
                     self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})

@@ -10,6 +10,7 @@ and skills are exactly those of `train.overlap: false`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import random
@@ -17,16 +18,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark, Task
+from skillgrad.benchmarks.base import Benchmark, Task
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
-from skillgrad.loop.accounting import Accounting, BudgetStop, MeteredChatModel
+from skillgrad.errors import FatalBackendError
+from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
+from skillgrad.loop.echo import PromptEcho
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import make_gate, mean_of
 from skillgrad.loop.merge import MERGERS
 from skillgrad.loop.rollout import Rollout, mean_score
-from skillgrad.loop.select import RANKERS, SCHEDULES, clip
+from skillgrad.loop.select import RANKERS, SCHEDULES, select_valid
 from skillgrad.loop.stages import Roles, Stages, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.loop.stopping import stop_reason
@@ -62,13 +65,8 @@ class Trainer:
         self.merger = MERGERS[cfg.optimizer.merge]()
         self.ranker = RANKERS[cfg.optimizer.rank]()
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
+        self.echo = PromptEcho.of_templates()
         self.accounting = Accounting(ledger)
-        if isinstance(benchmark, JudgedBenchmark):
-            if roles.judge is None:
-                raise TrainingFailed(
-                    f"benchmark '{benchmark.name}' is scored by a judge, but no judge role was built"
-                )
-            benchmark.use_judge(MeteredChatModel(roles.judge, self.accounting, "optimizer", "judge"))
         self.stages = Stages(cfg, benchmark, roles, run, events, self.accounting)
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
         self._splits: dict[str, list[Task]] = {}
@@ -109,19 +107,30 @@ class Trainer:
         train = self.train_batch(state, step, batch)
         patches = self.stages.reflect(step, state, train, lr)
         ranked = self.ranker.rank(self.merger.merge(patches))
-        selected, dropped = clip(ranked, lr)
+        chosen = select_valid(
+            ranked,
+            state.current_text,
+            lr,
+            rejected=state.rejected_edits,
+            copied=self.echo,
+            max_chars=self.cfg.optimizer.max_skill_chars,
+        )
         self.run.write_json(
             folder / "merged_patch.json",
             {
                 "step": step,
                 "learning_rate": lr,
                 "proposed": sum(len(p.edits) for p in patches),
-                "selected": [m.to_json() for m in selected],
-                "dropped": [m.to_json() for m in dropped],
+                "merged": len(ranked),
+                "dropped_counts": chosen.counts(),
+                "selected": [m.to_json() for m in chosen.selected],
+                "dropped": [d.to_json() for d in chosen.dropped],
             },
         )
         current = SkillDoc(state.current_text)
-        candidate, outcomes = current.apply([m.edit for m in selected], self.cfg.optimizer.max_skill_chars)
+        candidate, outcomes = current.apply(
+            [m.edit for m in chosen.selected], self.cfg.optimizer.max_skill_chars
+        )
         self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
         self.run.write_text(folder / "candidate_skill.md", candidate.text)
         record = self._validate_and_gate(state, step, candidate, outcomes, plan[index + 1 : index + 2])
@@ -132,6 +141,7 @@ class Trainer:
                 "epoch": epoch,
                 "learning_rate": lr,
                 "train_score": mean_score(train),
+                "dropped": chosen.counts(),
                 **record,
                 "usage": self.accounting.step_usage(),
             }
@@ -295,9 +305,11 @@ class Trainer:
         except BudgetStop as stop:
             stopped, reason, test = "budget", str(stop), None
             self.events.emit("message", text=f"budget reached: {stop}; keeping the best skill so far")
-        except TrainingFailed as failure:
-            # Keep a truthful summary of the finished work before reporting the failure.
-            self.summary(state or TrainState(), "error", None, error=str(failure))
+        except (TrainingFailed, FatalBackendError, OSError) as failure:
+            # Keep a truthful summary of the finished work before reporting the failure (unless
+            # the failure is a full disk that refuses the summary too).
+            with contextlib.suppress(OSError):
+                self.summary(state or TrainState(), "error", None, error=str(failure))
             raise
         state = state or TrainState()
         summary = self.summary(state, stopped, test, reason=reason)

@@ -87,6 +87,14 @@ class StepRow:
     edits: list[dict[str, Any]]
     train_score: float | None
     usage: Bucket
+    dropped: dict[str, int]  # proposed edits dropped before selection, by reason
+
+
+def _dropped(row: dict[str, Any]) -> dict[str, int]:
+    counts = row.get("dropped")
+    if not isinstance(counts, dict):
+        return {}
+    return {str(k): v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
 
 
 def step_rows(run: Run) -> list[StepRow]:
@@ -107,6 +115,7 @@ def step_rows(run: Run) -> list[StepRow]:
                 edits,
                 _num(h.get("train_score")),
                 ledger.step_usage(h),
+                _dropped(h),
             )
         )
     return rows

@@ -2,6 +2,11 @@
 
 Only `history.jsonl`, `summary.json` or `eval.json` is required; everything else (test split,
 traces of a chat target, a summary of a run still in progress) is optional and simply left out.
+
+An agent target writes inside the run folder (its workspace lives there), so the reader trusts
+nothing it merely finds: a rollout set shows only the tasks its index (`<set>.tasks.json`, written
+by the trainer before the set runs) lists, and no symlink is ever followed. A folder planted next
+to the real tasks, or an `answer.txt` linking to a file outside, is not shown or counted.
 """
 
 from __future__ import annotations
@@ -90,19 +95,32 @@ class Run:
 # file readers: every malformed file becomes a one-line UserError naming it
 
 
+MAX_READ_BYTES = 4 * 1024 * 1024  # one artifact shown in the report; larger ones are cut
+
+
+def _plain_file(path: Path) -> bool:
+    """A regular file reached without a symlink (the agent may have planted links)."""
+    return path.is_file() and not path.is_symlink()
+
+
+def _read_bytes(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(MAX_READ_BYTES)
+
+
 def _read_json(path: Path, default: Any = None) -> Any:
-    if not path.is_file():
+    if not _plain_file(path):
         return default
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(_read_bytes(path).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not valid UTF-8 JSON ({exc}); is the run folder damaged?") from None
 
 
 def _read_text(path: Path) -> str | None:
-    if not path.is_file():
+    if not _plain_file(path):
         return None
-    return path.read_text(encoding="utf-8", errors="replace")
+    return _read_bytes(path).decode("utf-8", errors="replace")
 
 
 def _read_history(path: Path) -> list[dict[str, Any]]:
@@ -160,10 +178,27 @@ def read_task(folder: Path) -> TaskRollout:
     )
 
 
+def task_index_path(folder: Path) -> Path:
+    """Where the trainer lists the task folders of the rollout set in `folder`."""
+    return folder.with_name(f"{folder.name}.tasks.json")
+
+
+def _task_folders(folder: Path) -> list[Path]:
+    """The set's task folders as its index lists them (an older run without one: every real,
+    non-symlinked sub-folder)."""
+    index = _read_json(task_index_path(folder))
+    if isinstance(index, list):
+        names = [n for n in index if isinstance(n, str) and n and "/" not in n and n not in (".", "..")]
+        candidates = [folder / n for n in names]
+    else:
+        candidates = sorted(folder.iterdir())
+    return [d for d in candidates if d.is_dir() and not d.is_symlink()]
+
+
 def _read_set(
     folder: Path, key: str, title: str, split: str, step: int | None, version: str | None
 ) -> RolloutSet:
-    tasks = [read_task(d) for d in sorted(folder.iterdir()) if d.is_dir()]
+    tasks = [read_task(d) for d in _task_folders(folder)]
     return RolloutSet(key, title, split, step, version, tasks)
 
 

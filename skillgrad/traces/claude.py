@@ -285,7 +285,8 @@ _ROOT_PROMPT = object()
 
 
 def _plain_text(event: dict[str, Any]) -> str:
-    content = (event.get("message") or {}).get("content")
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
         return content
     if isinstance(content, list):

@@ -7,13 +7,21 @@ from typing import Any
 from skillgrad.backends.base import Usage
 
 
+def _count(value: Any) -> int:
+    """A token count from whatever the record holds; anything that is not a count is 0."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
 def result_usage(result: dict[str, Any]) -> Usage:
-    raw = result.get("usage") or {}
+    raw = result.get("usage")
+    raw = raw if isinstance(raw, dict) else {}
     tokens_in = sum(
-        int(raw.get(k) or 0)
-        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        _count(raw.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     )
-    return Usage(tokens_in, int(raw.get("output_tokens") or 0), 1, result_cost(result))
+    return Usage(tokens_in, _count(raw.get("output_tokens")), 1, result_cost(result))
 
 
 def result_cost(result: dict[str, Any]) -> float | None:
@@ -24,7 +32,7 @@ def result_cost(result: dict[str, Any]) -> float | None:
     """
     cost = result.get("total_cost_usd")
     models = result.get("modelUsage") or result.get("model_usage") or {}
-    if cost is None:
+    if not isinstance(cost, int | float) or isinstance(cost, bool) or not isinstance(models, dict):
         return None
     if not models:  # no model was called (e.g. the first request failed): nothing was spent
         return float(cost) if float(cost) == 0.0 else None

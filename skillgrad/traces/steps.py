@@ -27,6 +27,16 @@ class TraceStep:
     agent: str | None = None
     ref: str | None = None
 
+    def __post_init__(self) -> None:
+        # Every string a step carries comes from an agent, a tool or a file: made encodable here,
+        # once, so no renderer or writer downstream can fail on a lone surrogate.
+        for name in ("text", "tool", "agent", "ref"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, clean_text(value))
+            elif value is not None:
+                object.__setattr__(self, name, clean_text(str(value)))
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "kind": self.kind,

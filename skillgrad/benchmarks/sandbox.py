@@ -145,9 +145,13 @@ class _Isolation:
 
 def _hidden_paths(cwd: Path) -> list[str]:
     """What in the user's home the code must not read (keys, CLI logins, ~/.cache/skillgrad): every
-    entry of it except those holding the Python that runs the code or the work folder itself."""
+    entry of it except those holding the Python that runs the code, its import path (skillgrad
+    itself included) or the work folder."""
     home = Path.home()
-    keep = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable, cwd)}
+    # Python, its libraries and ours (an editable install may live in the home), and the folder.
+    needed: list[str | Path] = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable, cwd]
+    needed.append(Path(__file__).parent)
+    keep = {Path(p).resolve() for p in [*needed, *(e for e in sys.path if e)]}
     if not home.is_dir() or home.resolve() == Path("/") or any(k == home.resolve() for k in keep):
         return []
     hidden = []

@@ -151,9 +151,10 @@ def _hidden_paths(cwd: Path) -> list[str]:
     # Python, its libraries and ours (an editable install may live in the home), and the folder.
     needed: list[str | Path] = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable, cwd]
     needed.append(Path(__file__).parent)
-    keep = {Path(p).resolve() for p in [*needed, *(e for e in sys.path if e)]}
-    if not home.is_dir() or home.resolve() == Path("/") or any(k == home.resolve() for k in keep):
+    if not home.is_dir() or home.resolve() == Path("/"):
         return []
+    # (the home itself on the import path, as when run from there, must not unhide all of it)
+    keep = {Path(p).resolve() for p in [*needed, *(e for e in sys.path if e)]} - {home.resolve()}
     hidden = []
     for entry in sorted(home.iterdir()):
         real = entry.resolve()

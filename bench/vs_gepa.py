@@ -5,7 +5,8 @@
     python bench/vs_gepa.py --set model.backend=openai_chat --set model.base_url=http://HOST/v1 ...
 
 Per seed, one model process at a time:
-1. `skillgrad train` on housestyle (12 train / 12 val, test skipped), call cache off.
+1. `skillgrad train` on housestyle (12 train / 12 val, test skipped), call cache off, overlap off
+   (train rollouts prefetched beside a validation that rejects are redone: calls past the budget).
 2. GEPA (`gepa.optimize`, DefaultAdapter; installed from the registry into a temporary venv made
    with --system-site-packages) through `bench/gepa_run.py`, with skillgrad's own target Agent
    and optimizer ChatModel, the benchmark's own feedback text, and `max_metric_calls` = the
@@ -47,7 +48,7 @@ model:
   max_output_tokens: 512
   temperature: 0.0
   json_retries: 1
-train: {{epochs: {epochs}, batch_size: 6, minibatch_size: 3, concurrency: 1}}
+train: {{epochs: {epochs}, batch_size: 6, minibatch_size: 3, concurrency: 1, overlap: false}}
 optimizer: {{learning_rate: 3, min_learning_rate: 2, lr_schedule: constant}}
 cache: {{enabled: false}}
 """

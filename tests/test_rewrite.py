@@ -51,11 +51,39 @@ def test_identical_rewrite_is_no_edit_and_a_protected_change_cannot_apply():
     assert outcomes[0].status == "skipped" and "protected" in outcomes[0].reason
 
 
-def test_extract_takes_the_last_complete_block_only():
-    assert extract_skill("draft <skill>\nA\n</skill> final <skill>\nB\n</skill>") == "B\n"
-    assert extract_skill("```markdown\nRule.\n```") == "Rule.\n"
-    assert extract_skill("<skill>\nRule one.\nRule tw") is None  # cut short: its tail would read as deletions
-    assert extract_skill("no skill here") is None
+def test_extract_takes_the_last_complete_block():
+    assert extract_skill("draft <skill>\nA\n</skill> final <skill>\nB\n</skill>") == ("B\n", False)
+    assert extract_skill("```markdown\nRule.\n```") == ("Rule.\n", False)
+    assert extract_skill("no skill here") is None and extract_skill("<skill>\nhalf a li") is None
+
+
+def test_a_cut_reply_keeps_its_rules_up_to_the_echo_of_the_prompt():
+    prompt = "## Tasks the agent did with this skill (2 failed, 0 passed)\n### Task 1: FAILED (score 0.00)\n"
+    reply = (
+        "<skill>\n# Rules\n1. Write dates as YYYY-MM-DD.\n2. Write names as SURNAME, First.\n\n"
+        "### Task 1: FAILED (score 0.00)\nQuestion: When was the invoice iss"
+    )
+    assert extract_skill(reply, prompt) == (
+        "# Rules\n1. Write dates as YYYY-MM-DD.\n2. Write names as SURNAME, First.\n\n",
+        True,
+    )
+    assert extract_skill("<skill>\nRule one.\nRule tw", prompt) == ("Rule one.\n", True)  # the half line goes
+
+
+def test_a_cut_rewrite_adds_and_replaces_but_never_deletes(tmp_path):
+    from skillgrad.backends.base import Reply
+    from skillgrad.loop.rewrite import reflect_rewrite
+
+    class Cut:
+        name, model = "fake", "fake"
+
+        def complete(self, messages, *, schema=None, effort=None, stage):
+            assert schema is None and stage == "reflect"
+            return Reply(text="<skill>\nKeep this.\nWrite dates as YYYY-MM-DD.\n## Tasks the agent did")
+
+    inputs = AnalystInputs("Keep this.\nSecond line.\n", [], [], 3, False, None)  # type: ignore[arg-type]
+    patch, _, _ = reflect_rewrite(Cut(), inputs, 0, None)  # type: ignore[arg-type]
+    assert [(e.op, e.content) for e in patch.edits] == [("replace", "Write dates as YYYY-MM-DD.")]
 
 
 def test_rewrite_prompt_shows_an_empty_skill_as_an_empty_block():

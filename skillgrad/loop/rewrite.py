@@ -27,12 +27,25 @@ def rewrite_messages(inputs: AnalystInputs) -> list[Message]:
     return tidy_messages(render(PROMPTS, "rewrite_system", max_edits=inputs.max_edits), user)
 
 
-def extract_skill(reply: str) -> str | None:
-    """The revised skill in a reply: the last complete <skill> block, else a fenced block; None
-    when there is none. A block cut short (no closing tag) is None: its missing tail would read
-    as deletions."""
+def extract_skill(reply: str, prompt: str = "") -> tuple[str, bool] | None:
+    """(revised skill, cut short) from a reply: the last complete <skill> block, else a fenced
+    block; else an unclosed <skill> block (a reply cut by max_output_tokens) up to the first line
+    that echoes `prompt` (small models go on to copy the tasks), its last, half-written line
+    dropped. None when there is none."""
     blocks = _SKILL_BLOCK.findall(reply) or _FENCE.findall(reply)
-    return str(blocks[-1]) if blocks else None
+    if blocks:
+        return str(blocks[-1]), False
+    opened = reply.find("<skill>")
+    if opened < 0:
+        return None
+    echoed = {line.strip() for line in prompt.splitlines() if line.strip()}
+    lines = reply[opened + len("<skill>") :].lstrip("\n").splitlines()[:-1]
+    kept = []
+    for line in lines:
+        if line.strip() in echoed and line.strip():
+            break
+        kept.append(line)
+    return ("\n".join(kept) + "\n", True) if any(line.strip() for line in kept) else None
 
 
 def reflect_rewrite(
@@ -40,8 +53,13 @@ def reflect_rewrite(
 ) -> tuple[Patch, Reply, list[Message]]:
     messages = rewrite_messages(inputs)
     reply = optimizer.complete(messages, effort=effort, stage="reflect")
-    revised = extract_skill(reply.text)
-    edits = [] if revised is None else diff_edits(inputs.skill, revised)
+    shown = "\n".join(m.content for m in messages)
+    found = extract_skill(
+        reply.text, shown.replace(inputs.skill.strip(), "") if inputs.skill.strip() else shown
+    )
+    edits = [] if found is None else diff_edits(inputs.skill, found[0])
+    if found is not None and found[1]:  # a cut reply says nothing about the lines it did not reach
+        edits = [e for e in edits if e.op != "delete"]
     failures = sum(1 for r in inputs.rollouts if not r.score.passed)
     return Patch(minibatch, edits, failures, proposal), reply, messages
 

@@ -20,6 +20,8 @@ from skillgrad.budget import Ledger
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.executors.base import Executor
+from skillgrad.executors.threads import ThreadExecutor
 from skillgrad.loop.events import Events, Observer
 from skillgrad.loop.trainer import Roles
 from skillgrad.progress import make_observers
@@ -69,9 +71,17 @@ def call_cache(cfg: Config, redactor: Redactor, enabled: bool = True) -> CallCac
     return CallCache(root, enabled=enabled and cfg.cache.enabled, redact=redactor.redact_json)
 
 
-def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge: bool = False) -> Roles:
+def build_roles(
+    cfg: Config,
+    cache: CallCache,
+    *,
+    optimizer: bool = True,
+    judge: bool = False,
+    executor: Executor | None = None,
+) -> Roles:
     """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. A
-    judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way."""
+    judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way. The
+    target runs where `executor` puts it; the cache around it stays in the driver."""
     m = cfg.model
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
@@ -92,7 +102,11 @@ def build_roles(cfg: Config, cache: CallCache, *, optimizer: bool = True, judge:
     if target.harness:
         settings.update(target.load().cache_settings(cfg))
     agent = CachedAgent(
-        backends.agent(), cache, salt=cfg.cache.salt, settings=settings, snapshot_workspace=target.harness
+        (executor or ThreadExecutor()).agent(backends.agent()),
+        cache,
+        salt=cfg.cache.salt,
+        settings=settings,
+        snapshot_workspace=target.harness,
     )
     return Roles(
         optimizer=chat if optimizer else None,

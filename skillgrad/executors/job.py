@@ -11,8 +11,8 @@ object store or its task logs.
 from __future__ import annotations
 
 import dataclasses
-import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +36,6 @@ class RolloutJob:
 class JobOutcome:
     result: AgentResult  # `workspace` is None: the worker's folder means nothing to the driver
     files: dict[str, str] | None  # the workspace after the run; None when none was shipped
-    worker: str  # host:pid that ran it, for the record
 
 
 def worker_config(cfg: Config) -> Config:
@@ -47,7 +46,7 @@ def worker_config(cfg: Config) -> Config:
     return portable
 
 
-def secret_env(cfg: Config, environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+def secret_env(cfg: Config, environ: Mapping[str, str]) -> dict[str, str]:
     """The target backend's credential as its environment variable, for the workers' runtime env."""
     name = spec_for(cfg.model.backend_for("target")).key_env
     if not name:
@@ -66,33 +65,38 @@ def job_for(task: Task, skill: str, workspace: Path) -> RolloutJob | str:
     return RolloutJob(task, skill, files)
 
 
+def run_job(agent: Agent, job: RolloutJob) -> JobOutcome:
+    """Run one job in a private temporary workspace. Never raises for the task's failure."""
+
+    def failed(error: str) -> JobOutcome:
+        return JobOutcome(AgentResult(answer="", is_error=True, error=error), None)
+
+    with tempfile.TemporaryDirectory(prefix="skillgrad-rollout-") as tmp:
+        workspace = Path(tmp) / "workspace"
+        workspace.mkdir()
+        if job.files is not None:
+            if not all(safe_relative_path(rel) for rel in job.files):
+                return failed("the job's workspace has a path outside it")
+            restore_tree(workspace, job.files)
+        try:
+            result = agent.run(job.task, job.skill, workspace)
+        except Exception as exc:  # the Agent contract says never raise; a buggy one must not kill us
+            return failed(f"{type(exc).__name__}: {exc}")
+        files = snapshot_tree(workspace, MAX_WORKSPACE_BYTES) if job.files is not None else None
+    if job.files is not None and files is None:
+        return failed(f"the workspace grew over {MAX_WORKSPACE_BYTES} bytes; it cannot come back")
+    return JobOutcome(dataclasses.replace(result, workspace=None), files)
+
+
 class RolloutWorker:
-    """One worker process: builds the target agent once, then runs jobs (several concurrently,
-    as the driver's threads would). Never raises for a task's failure (the Agent contract)."""
+    """One worker process (a Ray actor): builds the target agent once, then runs jobs, several at
+    a time as the driver's threads would."""
 
     def __init__(self, cfg: Config) -> None:
         self.agent: Agent = Backends(cfg).agent()
-        self.host = f"{os.uname().nodename}:{os.getpid()}"
 
     def run(self, job: RolloutJob) -> JobOutcome:
-        with tempfile.TemporaryDirectory(prefix="skillgrad-rollout-") as tmp:
-            workspace = Path(tmp) / "workspace"
-            workspace.mkdir()
-            if job.files is not None:
-                if not all(safe_relative_path(rel) for rel in job.files):
-                    return self._failed("the job's workspace has a path outside it")
-                restore_tree(workspace, job.files)
-            try:
-                result = self.agent.run(job.task, job.skill, workspace)
-            except Exception as exc:  # the Agent contract says never raise; a buggy one must not
-                return self._failed(f"{type(exc).__name__}: {exc}")
-            files = snapshot_tree(workspace, MAX_WORKSPACE_BYTES) if job.files is not None else None
-        if job.files is not None and files is None:
-            return self._failed(f"the workspace grew over {MAX_WORKSPACE_BYTES} bytes; it cannot come back")
-        return JobOutcome(dataclasses.replace(result, workspace=None), files, self.host)
-
-    def _failed(self, error: str) -> JobOutcome:
-        return JobOutcome(AgentResult(answer="", is_error=True, error=error), None, self.host)
+        return run_job(self.agent, job)
 
 
 def restore_outcome(outcome: JobOutcome, workspace: Path) -> AgentResult:

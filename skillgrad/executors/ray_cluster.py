@@ -20,6 +20,7 @@ import math
 import os
 import queue
 import socket
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -53,7 +54,7 @@ def backend_requirements(cfg: Config) -> list[str]:
     return found
 
 
-def runtime_env(cfg: Config, environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
+def runtime_env(cfg: Config, environ: Mapping[str, str]) -> dict[str, Any]:
     env: dict[str, Any] = {"env_vars": secret_env(cfg, environ)}
     if cfg.ray.address:  # a cluster of other machines: ship our code and the target's dependencies
         env["py_modules"] = [str(Path(skillgrad.__file__).parent)]

@@ -98,9 +98,9 @@ def main() -> int:
         config, skill = write_eval(Path(tmp), server, args.tasks)
         for executor, workers in [("threads", 1)] + [("ray", w) for w in args.workers]:
             concurrency = args.per_worker * workers
-            seconds = run_one(
-                config, skill, Path(tmp) / f"{executor}-{workers}", executor, concurrency, workers
-            )
+            t = run_one(config, skill, Path(tmp) / f"{executor}-{workers}", executor, concurrency, workers)
+            seconds = t["end"] - t["start"]
+            steady = (args.tasks - 1) / max(t["last"] - t["first"], 1e-9)
             rows.append(
                 {
                     "executor": executor,
@@ -109,22 +109,19 @@ def main() -> int:
                     "seconds": round(seconds, 1),
                     "tasks_per_s": round(args.tasks / seconds, 2),
                     "ideal_tasks_per_s": round(concurrency / args.latency, 2),
-                    "overhead_ms_per_task": round(
-                        (seconds * concurrency / args.tasks - args.latency) * 1000, 1
-                    ),
+                    "startup_s": round(t["first"] - t["start"] - args.latency, 2),
+                    "overhead_ms_per_task": round((concurrency / steady - args.latency) * 1000, 1),
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
     print(f"\n{args.tasks} tasks, {args.latency:g} s per call, {args.per_worker} rollouts per worker process")
-    header = ("executor", "workers", "in flight", "seconds", "tasks/s", "ideal", "overhead/task")
-    print(
-        f"{header[0]:<10}"
-        + "".join(f"{h:>{w}}" for h, w in zip(header[1:], (8, 10, 9, 9, 8, 15), strict=True))
-    )
+    header = ("executor", "workers", "in flight", "seconds", "tasks/s", "ideal", "start-up", "overhead/task")
+    widths = (8, 10, 9, 9, 8, 10, 15)
+    print(f"{header[0]:<10}" + "".join(f"{h:>{w}}" for h, w in zip(header[1:], widths, strict=True)))
     for r in rows:
         print(
-            f"{r['executor']:<10}{r['workers']:>8}{r['concurrency']:>10}{r['seconds']:>9}"
-            f"{r['tasks_per_s']:>9}{r['ideal_tasks_per_s']:>8}{r['overhead_ms_per_task']:>12} ms"
+            f"{r['executor']:<10}{r['workers']:>8}{r['concurrency']:>10}{r['seconds']:>9}{r['tasks_per_s']:>9}"
+            f"{r['ideal_tasks_per_s']:>8}{r['startup_s']:>8} s{r['overhead_ms_per_task']:>12} ms"
         )
     return 0
 

@@ -229,3 +229,47 @@ def test_cluster_command_reports_the_cluster(cluster) -> None:
     assert proc.returncode == 0, proc.stderr
     assert f"ray cluster at '{address}': reachable" in proc.stdout
     assert "nodes: 1 alive" in proc.stdout and "total: 2 CPU" in proc.stdout
+
+
+def test_more_workers_than_the_cluster_holds_is_refused_not_a_hang(tmp_path: Path, cluster) -> None:
+    address, env = cluster
+    with ScriptedOpenAI(lambda request: text(token_of(request))) as server:
+        cfg, out = eval_config(tmp_path, server, 2), tmp_path / "eval"
+        args = on_cluster(address, "--set", "ray.workers=3")
+        proc = cli(
+            env, "eval", "--config", str(cfg), "--skill", str(tmp_path / "skill.md"), "--out", str(out), *args
+        )
+        assert not server.requests
+    assert proc.returncode == 2 and "ray.workers" in proc.stderr and "the cluster has 2" in proc.stderr
+    assert "Traceback" not in proc.stderr and not out.exists()
+
+
+@pytest.mark.slow
+def test_claude_code_target_runs_on_a_worker_with_the_real_cli(tmp_path: Path, cluster) -> None:
+    """The bundled Claude Code CLI runs each rollout in a worker's private folder; the workspace
+    (task.md, the installed skill) comes back into the run folder; the key came through the
+    worker's environment only."""
+    from tests import test_claude_code_train_e2e as claude
+    from tests.fakes.anthropic_server import FakeAnthropic
+
+    address, env = cluster
+    with FakeAnthropic(claude.handler) as api:
+        out = tmp_path / "run"
+        cfg = claude.write_config(tmp_path, api)
+        args = ["--backend", "claude_code_exec", *on_cluster(address)]
+        proc = cli(env, "train", "--config", str(cfg), "--out", str(out), *args)
+        targets = [r for r in api.message_requests if not claude.is_optimizer(r) and "Bash" in r.tool_names()]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = read_json(out / "summary.json")
+    assert summary["baseline_val_score"] < 1.0 == summary["best_val_score"]
+    assert summary["usage"]["by_role"]["target"]["calls"] == 6
+    traces = sorted(out.rglob("claude_trace_steps.txt"))
+    assert len(traces) == 6
+    assert all("[tool_call Bash] cat task.md" in t.read_text(encoding="utf-8") for t in traces)
+    workspaces = sorted(out.rglob("workspace/task.md"))
+    assert len(workspaces) == 6
+    skill = workspaces[0].parent / ".claude" / "skills" / claude.SKILL_NAME / "SKILL.md"
+    assert skill.is_file()
+    assert targets and {r.headers.get("x-api-key") for r in targets} == {claude.FAKE_KEY}
+    blob = "".join(p.read_text(encoding="utf-8", errors="replace") for p in out.rglob("*") if p.is_file())
+    assert claude.FAKE_KEY not in blob

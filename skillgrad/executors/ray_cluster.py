@@ -27,7 +27,7 @@ from types import ModuleType, TracebackType
 from typing import Any
 
 import skillgrad
-from skillgrad.backends.base import Agent, AgentResult, Usage
+from skillgrad.backends.base import Agent, AgentResult
 from skillgrad.backends.registry import spec_for
 from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config
@@ -103,9 +103,15 @@ class RayExecutor:
     def __init__(self, ray: ModuleType, cfg: Config) -> None:
         self.ray = ray
         self.cfg = cfg
-        cpus = float(ray.cluster_resources().get("CPU", 1))
+        cpus = float(ray.cluster_resources().get("CPU", 0))
         workers = cfg.ray.workers or max(1, int(cpus // cfg.ray.cpus_per_worker))
         workers = min(workers, cfg.train.concurrency)
+        if workers * cfg.ray.cpus_per_worker > cpus:  # Ray would wait for them forever
+            ray.shutdown()
+            raise UserError(
+                f"ray.workers: {workers} worker(s) x ray.cpus_per_worker {cfg.ray.cpus_per_worker:g} need "
+                f"{workers * cfg.ray.cpus_per_worker:g} CPUs, the cluster has {cpus:g}; lower either"
+            )
         per_worker = math.ceil(cfg.train.concurrency / workers)
         actor = ray.remote(RolloutWorker).options(
             num_cpus=cfg.ray.cpus_per_worker,
@@ -144,7 +150,6 @@ class RayExecutor:
                 answer="",
                 is_error=True,
                 error=f"ray: the task failed after {self.cfg.ray.max_retries} retries: {reason}",
-                usage=Usage(),
             )
         finally:
             self.slots.put(worker)

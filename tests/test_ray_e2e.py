@@ -1,6 +1,7 @@
 """`--executor ray` end to end on a real local Ray cluster (head on 127.0.0.1, worker processes),
-against the scripted OpenAI-compatible server: same results as threads, a worker killed
-mid-rollout, 2,000 tasks, the call budget, and a killed driver resumed."""
+against the scripted servers: the same run as threads, a worker killed mid-rollout (retried and
+counted once; past the retry limit a failed, unpaid, uncached rollout), 2,000 tasks, the call
+budget, a killed driver resumed, `skillgrad cluster`, and Claude Code on a worker."""
 
 from __future__ import annotations
 
@@ -130,6 +131,44 @@ def test_a_worker_killed_mid_rollout_is_retried_and_counted_once(tmp_path: Path,
     assert killed and asked["token-3"] == 2  # the lost attempt, then the retry on a new worker
     assert_each_once(out, 8)
     assert (out / "rollouts" / "test" / "t0003" / "answer.txt").read_text(encoding="utf-8") == "token-3"
+
+
+def test_past_the_retry_limit_a_task_fails_unpaid_and_a_rerun_redoes_only_it(tmp_path: Path, cluster) -> None:
+    address, env = cluster
+    killed: list[int] = []
+
+    def handler(request: Request):
+        if token_of(request) == "token-2" and len(killed) < 2:  # the first attempt and its one retry
+            pids = rollout_worker_pids()
+            assert len(pids) == 1, pids
+            os.kill(pids[0], signal.SIGKILL)
+            killed.extend(pids)
+            return server_error(500)
+        return text(token_of(request))
+
+    with ScriptedOpenAI(handler) as server:
+        cfg = eval_config(tmp_path, server, 5)
+        args = on_cluster(address, "--set", "ray.workers=1", "--set", "ray.max_retries=1")
+        args += ["--set", "train.concurrency=1", "--skill", str(tmp_path / "skill.md")]
+        first = cli(env, "eval", "--config", str(cfg), "--out", str(tmp_path / "first"), *args)
+        asked_first = len(server.requests)
+        second = cli(env, "eval", "--config", str(cfg), "--out", str(tmp_path / "second"), *args)
+        asked_again = [token_of(r) for r in server.requests[asked_first:]]
+    assert first.returncode == 0 == second.returncode, first.stderr + second.stderr
+    report = read_json(tmp_path / "first" / "eval.json")
+    assert (report["n"], report["passed"], report["errors"]) == (5, 4, 1)
+    assert report["usage"]["by_role"]["target"]["calls"] == 4  # the lost attempts are not counted
+    assert len(killed) == 2 and killed[0] != killed[1]
+    failed = read_json(tmp_path / "first" / "rollouts" / "test" / "t0002" / "score.json")
+    assert failed["is_error"] and "ray: the rollout failed on the cluster" in failed["error"]
+    assert asked_again == ["token-2"]  # the failure was never cached; the rest came from the cache
+    again = read_json(tmp_path / "second" / "eval.json")
+    assert (again["n"], again["passed"], again["errors"], again["usage"]["by_role"]["target"]["calls"]) == (
+        5,
+        5,
+        0,
+        1,
+    )
 
 
 def test_two_thousand_tasks_each_result_exactly_once(tmp_path: Path, cluster) -> None:

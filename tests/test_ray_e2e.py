@@ -283,6 +283,26 @@ def test_more_workers_than_the_cluster_holds_is_refused_not_a_hang(tmp_path: Pat
     assert "Traceback" not in proc.stderr and not out.exists()
 
 
+def read_task_turn(req):
+    """Claude Code's turns as a target: invoke the skill, Read task.md (the path is where the skill
+    said it lives: the worker's private workspace), then answer by the skill's rule."""
+    from tests import test_claude_code_train_e2e as claude
+    from tests.fakes.anthropic_server import text as say
+    from tests.fakes.anthropic_server import tool_use
+
+    results = req.tool_results()
+    if not results:
+        return tool_use("Skill", {"skill": claude.SKILL_NAME}, say="Loading my skill.")
+    body = json.dumps(req.body)
+    if len(results) == 1:
+        workspace = body.split("Base directory for this skill: ")[1].split("/.claude/skills")[0]
+        return tool_use("Read", {"file_path": f"{workspace}/task.md"})
+    country = results[-1]["text"].split("capital of ")[1].split("?")[0]
+    city = claude.CAPITALS[country]
+    answer = city if claude.GOOD_RULE in body else f"I believe the capital of {country} is probably {city}."
+    return say(answer, input_tokens=50, output_tokens=5)
+
+
 @pytest.mark.slow
 def test_claude_code_target_runs_on_a_worker_with_the_real_cli(tmp_path: Path, cluster) -> None:
     """The bundled Claude Code CLI runs each rollout in a worker's private folder; the workspace
@@ -291,20 +311,25 @@ def test_claude_code_target_runs_on_a_worker_with_the_real_cli(tmp_path: Path, c
     from tests import test_claude_code_train_e2e as claude
     from tests.fakes.anthropic_server import FakeAnthropic
 
+    def handler(req):
+        if claude.is_optimizer(req):
+            return claude.handler(req)
+        return read_task_turn(req) if "Read" in req.tool_names() else claude.handler(req)
+
     address, env = cluster
-    with FakeAnthropic(claude.handler) as api:
+    with FakeAnthropic(handler) as api:
         out = tmp_path / "run"
         cfg = claude.write_config(tmp_path, api)
         args = ["--backend", "claude_code_exec", *on_cluster(address)]
         proc = cli(env, "train", "--config", str(cfg), "--out", str(out), *args)
-        targets = [r for r in api.message_requests if not claude.is_optimizer(r) and "Bash" in r.tool_names()]
+        targets = [r for r in api.message_requests if not claude.is_optimizer(r) and "Read" in r.tool_names()]
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_json(out / "summary.json")
     assert summary["baseline_val_score"] < 1.0 == summary["best_val_score"]
     assert summary["usage"]["by_role"]["target"]["calls"] == 6
     traces = sorted(out.rglob("claude_trace_steps.txt"))
     assert len(traces) == 6
-    assert all("[tool_call Bash] cat task.md" in t.read_text(encoding="utf-8") for t in traces)
+    assert all("[tool_call Read]" in t.read_text(encoding="utf-8") for t in traces)
     workspaces = sorted(out.rglob("workspace/task.md"))
     assert len(workspaces) == 6
     skill = workspaces[0].parent / ".claude" / "skills" / claude.SKILL_NAME / "SKILL.md"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -89,6 +90,7 @@ def local_ray_cluster(num_cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 continue
         log.close()
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def rollout_worker_pids() -> list[int]:

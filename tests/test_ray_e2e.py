@@ -1,6 +1,7 @@
 """`--executor ray` end to end on a real local Ray cluster (head on 127.0.0.1, worker processes),
-against the scripted OpenAI-compatible server: same results as threads, a worker killed
-mid-rollout, 2,000 tasks, the call budget, and a killed driver resumed."""
+against the scripted servers: the same run as threads, a worker killed mid-rollout (retried and
+counted once; past the retry limit a failed, unpaid, uncached rollout), 2,000 tasks, the call
+budget, a killed driver resumed, `skillgrad cluster`, and Claude Code on a worker."""
 
 from __future__ import annotations
 
@@ -132,6 +133,44 @@ def test_a_worker_killed_mid_rollout_is_retried_and_counted_once(tmp_path: Path,
     assert (out / "rollouts" / "test" / "t0003" / "answer.txt").read_text(encoding="utf-8") == "token-3"
 
 
+def test_past_the_retry_limit_a_task_fails_unpaid_and_a_rerun_redoes_only_it(tmp_path: Path, cluster) -> None:
+    address, env = cluster
+    killed: list[int] = []
+
+    def handler(request: Request):
+        if token_of(request) == "token-2" and len(killed) < 2:  # the first attempt and its one retry
+            pids = rollout_worker_pids()
+            assert len(pids) == 1, pids
+            os.kill(pids[0], signal.SIGKILL)
+            killed.extend(pids)
+            return server_error(500)
+        return text(token_of(request))
+
+    with ScriptedOpenAI(handler) as server:
+        cfg = eval_config(tmp_path, server, 5)
+        args = on_cluster(address, "--set", "ray.workers=1", "--set", "ray.max_retries=1")
+        args += ["--set", "train.concurrency=1", "--skill", str(tmp_path / "skill.md")]
+        first = cli(env, "eval", "--config", str(cfg), "--out", str(tmp_path / "first"), *args)
+        asked_first = len(server.requests)
+        second = cli(env, "eval", "--config", str(cfg), "--out", str(tmp_path / "second"), *args)
+        asked_again = [token_of(r) for r in server.requests[asked_first:]]
+    assert first.returncode == 0 == second.returncode, first.stderr + second.stderr
+    report = read_json(tmp_path / "first" / "eval.json")
+    assert (report["n"], report["passed"], report["errors"]) == (5, 4, 1)
+    assert report["usage"]["by_role"]["target"]["calls"] == 4  # the lost attempts are not counted
+    assert len(killed) == 2 and killed[0] != killed[1]
+    failed = read_json(tmp_path / "first" / "rollouts" / "test" / "t0002" / "score.json")
+    assert failed["is_error"] and "ray: the rollout failed on the cluster" in failed["error"]
+    assert asked_again == ["token-2"]  # the failure was never cached; the rest came from the cache
+    again = read_json(tmp_path / "second" / "eval.json")
+    assert (again["n"], again["passed"], again["errors"], again["usage"]["by_role"]["target"]["calls"]) == (
+        5,
+        5,
+        0,
+        1,
+    )
+
+
 def test_two_thousand_tasks_each_result_exactly_once(tmp_path: Path, cluster) -> None:
     address, env = cluster
     with ScriptedOpenAI(lambda request: text(token_of(request))) as server:
@@ -244,6 +283,26 @@ def test_more_workers_than_the_cluster_holds_is_refused_not_a_hang(tmp_path: Pat
     assert "Traceback" not in proc.stderr and not out.exists()
 
 
+def read_task_turn(req):
+    """Claude Code's turns as a target: invoke the skill, Read task.md (the path is where the skill
+    said it lives: the worker's private workspace), then answer by the skill's rule."""
+    from tests import test_claude_code_train_e2e as claude
+    from tests.fakes.anthropic_server import text as say
+    from tests.fakes.anthropic_server import tool_use
+
+    results = req.tool_results()
+    if not results:
+        return tool_use("Skill", {"skill": claude.SKILL_NAME}, say="Loading my skill.")
+    body = json.dumps(req.body)
+    if len(results) == 1:
+        workspace = body.split("Base directory for this skill: ")[1].split("/.claude/skills")[0]
+        return tool_use("Read", {"file_path": f"{workspace}/task.md"})
+    country = results[-1]["text"].split("capital of ")[1].split("?")[0]
+    city = claude.CAPITALS[country]
+    answer = city if claude.GOOD_RULE in body else f"I believe the capital of {country} is probably {city}."
+    return say(answer, input_tokens=50, output_tokens=5)
+
+
 @pytest.mark.slow
 def test_claude_code_target_runs_on_a_worker_with_the_real_cli(tmp_path: Path, cluster) -> None:
     """The bundled Claude Code CLI runs each rollout in a worker's private folder; the workspace
@@ -252,20 +311,25 @@ def test_claude_code_target_runs_on_a_worker_with_the_real_cli(tmp_path: Path, c
     from tests import test_claude_code_train_e2e as claude
     from tests.fakes.anthropic_server import FakeAnthropic
 
+    def handler(req):
+        if claude.is_optimizer(req):
+            return claude.handler(req)
+        return read_task_turn(req) if "Read" in req.tool_names() else claude.handler(req)
+
     address, env = cluster
-    with FakeAnthropic(claude.handler) as api:
+    with FakeAnthropic(handler) as api:
         out = tmp_path / "run"
         cfg = claude.write_config(tmp_path, api)
         args = ["--backend", "claude_code_exec", *on_cluster(address)]
         proc = cli(env, "train", "--config", str(cfg), "--out", str(out), *args)
-        targets = [r for r in api.message_requests if not claude.is_optimizer(r) and "Bash" in r.tool_names()]
+        targets = [r for r in api.message_requests if not claude.is_optimizer(r) and "Read" in r.tool_names()]
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = read_json(out / "summary.json")
     assert summary["baseline_val_score"] < 1.0 == summary["best_val_score"]
     assert summary["usage"]["by_role"]["target"]["calls"] == 6
     traces = sorted(out.rglob("claude_trace_steps.txt"))
     assert len(traces) == 6
-    assert all("[tool_call Bash] cat task.md" in t.read_text(encoding="utf-8") for t in traces)
+    assert all("[tool_call Read]" in t.read_text(encoding="utf-8") for t in traces)
     workspaces = sorted(out.rglob("workspace/task.md"))
     assert len(workspaces) == 6
     skill = workspaces[0].parent / ".claude" / "skills" / claude.SKILL_NAME / "SKILL.md"

@@ -149,7 +149,8 @@ class RayExecutor:
             return AgentResult(
                 answer="",
                 is_error=True,
-                error=f"ray: the task failed after {self.cfg.ray.max_retries} retries: {reason}",
+                error=f"ray: the rollout failed on the cluster (a lost worker is retried "
+                f"{self.cfg.ray.max_retries} times): {reason}",
             )
         finally:
             self.slots.put(worker)

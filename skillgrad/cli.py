@@ -45,9 +45,17 @@ def _benchmark_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _executor_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--executor", choices=["threads", "ray"], help="shorthand for --set train.executor=NAME"
+    )
+
+
 def _overrides(args: argparse.Namespace) -> list[str]:
-    """--set items, after them the --benchmark / --data shorthands (so those win)."""
+    """--set items, after them the --benchmark / --data / --executor shorthands (so those win)."""
     extra = [f"benchmark.name={args.benchmark}"] if getattr(args, "benchmark", None) else []
+    if getattr(args, "executor", None):
+        extra.append(f"train.executor={args.executor}")
     if getattr(args, "data", None):
         extra.append(f"benchmark.data={Path(args.data).expanduser().resolve()}")
     return [*args.overrides, *extra]
@@ -63,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train a skill against a benchmark")
     _role_flags(train)
     _benchmark_flags(train)
+    _executor_flag(train)
     train.add_argument("--out", help="run folder (default: runs/<time>-train-<benchmark>)")
     train.add_argument("--resume", metavar="OUT", help="continue an interrupted run folder")
     train.add_argument(
@@ -75,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="score one skill on a split")
     _role_flags(ev)
     _benchmark_flags(ev)
+    _executor_flag(ev)
     ev.add_argument("--skill", required=True, help="the skill markdown file to score")
     ev.add_argument("--split", default="test", help="train | val | test (default: test)")
     ev.add_argument("--out", help="output folder (default: runs/<time>-eval-<benchmark>)")
@@ -132,6 +142,9 @@ def _parser() -> argparse.ArgumentParser:
 
     backends = sub.add_parser("backends", help="list backends, their roles, and whether they are usable here")
     _role_flags(backends)
+
+    cluster = sub.add_parser("cluster", help="is the Ray cluster of ray.address reachable, and its resources")
+    _role_flags(cluster)
 
     models = sub.add_parser("models", help="manage local model files")
     models.add_argument(
@@ -266,7 +279,18 @@ def cmd_backends(args: argparse.Namespace) -> int:
         kind = "agent harness" if spec.harness else "chat model"
         status = ("usable" + (f" ({reason})" if reason else "")) if ok else f"not usable: {reason}"
         print(f"{name:<18} roles: {', '.join(spec.roles):<18} {kind:<14} {status}")
+    from skillgrad.executors.cluster import executor_line
+
+    print(executor_line(cfg))
     return 0
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from skillgrad.executors.cluster import cluster_report
+
+    reachable, lines = cluster_report(_load(args))
+    print("\n".join(lines))
+    return 0 if reachable else 1
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -286,6 +310,7 @@ COMMANDS = {
     "propose": cmd_propose,
     "adopt": cmd_adopt,
     "backends": cmd_backends,
+    "cluster": cmd_cluster,
     "models": cmd_models,
 }
 

@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 
 from skillgrad.atomic import RunLock
-from skillgrad.benchmarks.base import JudgedBenchmark
+from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
 from skillgrad.budget import PaidJournal, estimate
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
+from skillgrad.executors.base import Executor, open_executor
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.trainer import Trainer, TrainingFailed
 from skillgrad.resume import check_same_config, load_checkpoint
@@ -49,11 +50,26 @@ def print_estimate(cfg: Config) -> int:
 def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: bool = True) -> int:
     skill = initial_skill(cfg)
     benchmark = checked_benchmark(cfg, _splits(cfg))
+    with open_executor(cfg) as executor:  # may refuse (no cluster): before anything is written
+        return _train(cfg, out, skill, benchmark, executor, resume=resume, use_cache=use_cache)
+
+
+def _train(
+    cfg: Config,
+    out: Path | None,
+    skill: str,
+    benchmark: Benchmark,
+    executor: Executor,
+    *,
+    resume: bool,
+    use_cache: bool,
+) -> int:
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
     out = out or default_out(cfg, "train")
     journal = PaidJournal(out / PAID_JOURNAL)
-    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), redactor, judge=judged, journal=journal)
+    cache = call_cache(cfg, redactor, use_cache)
+    roles = build_roles(cfg, cache, redactor, judge=judged, journal=journal, executor=executor)
     if resume:
         check_same_config(out, cfg)
     session = open_session(cfg, out, redactor, resume=resume, journal=journal)
@@ -95,9 +111,25 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
 def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use_cache: bool = True) -> int:
     skill = read_skill(skill_path)
     benchmark = checked_benchmark(cfg, (split,))
+    with open_executor(cfg) as executor:
+        return _evaluate(cfg, skill_path, skill, split, benchmark, out, executor, use_cache=use_cache)
+
+
+def _evaluate(
+    cfg: Config,
+    skill_path: Path,
+    skill: str,
+    split: str,
+    benchmark: Benchmark,
+    out: Path | None,
+    executor: Executor,
+    *,
+    use_cache: bool,
+) -> int:
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
-    roles = build_roles(cfg, call_cache(cfg, redactor, use_cache), redactor, optimizer=False, judge=judged)
+    cache = call_cache(cfg, redactor, use_cache)
+    roles = build_roles(cfg, cache, redactor, optimizer=False, judge=judged, executor=executor)
     out = out or default_out(cfg, "eval")
     session = open_session(cfg, out, redactor)
     with RunLock(out / ".lock"):

@@ -127,6 +127,19 @@ class TrainConfig(_Section):
     # Run independent work side by side (baseline beside step 1, the next step's rollouts beside
     # a validation); decisions and skills are exactly those of the sequential order.
     overlap: bool = True
+    executor: Literal["threads", "ray"] = "threads"  # where the target's rollouts run
+
+
+class RayConfig(_Section):
+    """The Ray cluster of `train.executor: ray` (see skillgrad/executors/ray_cluster.py)."""
+
+    # "" = a local cluster started for the run; "auto" = this machine's cluster; ray://host:port
+    address: str = Field("", pattern=r"^(|auto|ray://[^\s/:]+:\d+|[^\s/:]+:\d+)$")
+    local_cpus: int | None = Field(None, ge=1)  # CPUs of the local cluster (default: all of them)
+    workers: int = Field(0, ge=0)  # worker processes; 0 = as many as the CPUs allow
+    cpus_per_worker: float = Field(1.0, gt=0)
+    max_retries: int = Field(3, ge=0)  # retries of a task whose worker or node was lost
+    pip: list[str] | None = None  # joining a cluster: workers install these (None: the target's extra)
 
 
 class OptimizerConfig(_Section):
@@ -176,6 +189,7 @@ class Config(_Section):
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    ray: RayConfig = Field(default_factory=RayConfig)
     base_dir: Path = Field(default=Path("."), exclude=True)  # relative paths resolve against the config
 
     def resolve_path(self, value: str) -> Path:

@@ -17,8 +17,10 @@ from skillgrad.errors import UserError
 from skillgrad.loop.state import TrainState
 
 REDACTED_SECRET = "**********"  # how pydantic writes a SecretStr into config.json
-# Sections a resume may change: spending caps, experiment tracking and the cache location.
-MUTABLE_SECTIONS = ("budget", "tracking", "cache")
+# Sections a resume may change: spending caps, experiment tracking, the cache location, and where
+# rollouts run (results do not depend on the executor).
+MUTABLE_SECTIONS = ("budget", "tracking", "cache", "ray")
+MUTABLE_KEYS = ("train.executor",)
 
 
 def _drop_redacted(node: Any) -> Any:
@@ -59,7 +61,9 @@ def check_same_config(out: Path, cfg: Config) -> None:
     changed = sorted(
         key
         for key in set(stored) | set(current)
-        if stored.get(key) != current.get(key) and key.split(".")[0] not in MUTABLE_SECTIONS
+        if stored.get(key) != current.get(key)
+        and key.split(".")[0] not in MUTABLE_SECTIONS
+        and key not in MUTABLE_KEYS
     )
     if changed:
         shown = ", ".join(f"{k} ({stored.get(k)!r} -> {current.get(k)!r})" for k in changed[:3])

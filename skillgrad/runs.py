@@ -104,7 +104,13 @@ class RunDir:
         """List the set's task folders before they run: the report shows only these (an agent may
         plant folders next to its own)."""
         index = prefix.with_name(f"{prefix.name}.tasks.json")
-        self.write_json(index, [self.task_dir(prefix, t).name for t in tasks])
+        try:  # a set validated in waves (racing) lists each wave's tasks in turn: keep them all
+            listed = json.loads((self.root / index).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            listed = []
+        names = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
+        names += [self.task_dir(prefix, t).name for t in tasks]
+        self.write_json(index, list(dict.fromkeys(names)))
 
     def write_rollout(
         self, prefix: Path, rollout: Rollout, *, harness: bool, caps: TraceCaps, trace_file: str = TRACE_FILE

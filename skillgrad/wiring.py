@@ -21,6 +21,8 @@ from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.executors.base import Executor
+from skillgrad.executors.threads import ThreadExecutor
 from skillgrad.loop.events import Events, Observer
 from skillgrad.loop.trainer import Roles
 from skillgrad.progress import make_observers
@@ -99,10 +101,12 @@ def build_roles(
     optimizer: bool = True,
     judge: bool = False,
     journal: PaidJournal | None = None,
+    executor: Executor | None = None,
 ) -> Roles:
     """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. Each
     paid call goes to `journal` as it returns (usage across crashes, see skillgrad.budget). A
-    judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way."""
+    judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way. The
+    target runs where `executor` puts it; the cache around it stays in the driver."""
     m = cfg.model
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
@@ -125,7 +129,7 @@ def build_roles(
     if target.harness:
         settings.update(target.load().cache_settings(cfg))
     agent = CachedAgent(
-        backends.agent(),
+        (executor or ThreadExecutor()).agent(backends.agent()),
         cache,
         salt=cfg.cache.salt,
         settings=settings,

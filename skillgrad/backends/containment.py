@@ -2,8 +2,8 @@
 of the CLI itself.
 
 The launcher starts the CLI in a new PID namespace with a fresh /proc (`unshare`, util-linux):
-- every process the agent starts (a `setsid` daemon, a background server) is killed by the kernel
-  when the CLI ends, so nothing outlives its task;
+- every process the agent starts (a `setsid` daemon, a background server) ends with the task: it
+  is asked to stop when the CLI ends and killed by the kernel at most 3 s later;
 - the agent sees no process but its own: not the trainer's command line, not its environment;
 - credential variables of the trainer's environment (an `OPENAI_API_KEY` meant for another role, a
   cloud token) are removed; what the CLI itself needs (its endpoint and key, `CLAUDE_*`) stays.
@@ -30,6 +30,30 @@ from skillgrad.redact import is_credential_env
 
 _NAMESPACES = ("--map-current-user", "--pid", "--mount", "--fork", "--mount-proc", "--kill-child")
 _KEEP_PREFIXES = ("ANTHROPIC_", "CLAUDE_")
+_GRACE_TENTHS = 30
+# The namespace's first process: runs the CLI; when it ends, asks every process left to stop
+# (SIGTERM: a shell still updating shared state, e.g. `pyenv rehash` from a login profile, runs
+# its cleanup traps) and waits up to 3 s for the living (zombies aside); leaving, it takes the rest
+# with it (the kernel SIGKILLs a PID namespace whose first process exits). Globs and `read` are
+# builtins: counting forks nothing.
+_INIT = f"""\
+"$@"
+status=$?
+kill -TERM -1 2>/dev/null
+tries=0
+while [ $tries -lt {_GRACE_TENTHS} ]; do
+  alive=0
+  for stat in /proc/[0-9]*/stat; do
+    [ "$stat" = /proc/1/stat ] && continue
+    read -r line < "$stat" 2>/dev/null || continue
+    case "$line" in *") Z "*) ;; *) alive=1 ;; esac
+  done
+  [ $alive = 0 ] && break
+  sleep 0.1
+  tries=$((tries + 1))
+done
+exit $status
+"""
 
 
 def _namespaces_work(unshare: str) -> bool:
@@ -58,8 +82,11 @@ class ContainedCli:
         self._folder = tempfile.mkdtemp(prefix="skillgrad-cli-")
         weakref.finalize(self, shutil.rmtree, self._folder, True)
         unset = " ".join(f"-u {shlex.quote(name)}" for name in credential_names(environ))
-        prefix = f"{shlex.quote(unshare or '')} {' '.join(_NAMESPACES)} -- " if self.contained else ""
-        script = f'#!/bin/sh\nexec env {unset} {prefix}{shlex.quote(cli)} "$@"\n'
+        if self.contained:
+            init = f"{shlex.quote(unshare or '')} {' '.join(_NAMESPACES)} -- sh -c {shlex.quote(_INIT)} sh "
+        else:
+            init = ""
+        script = f'#!/bin/sh\nexec env {unset} {init}{shlex.quote(cli)} "$@"\n'
         self.path = str(Path(self._folder) / "claude")
         Path(self.path).write_text(script, encoding="utf-8")
         os.chmod(self.path, 0o700)

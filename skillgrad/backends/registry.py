@@ -31,6 +31,7 @@ class BackendSpec:
     extra: str  # pip extra that installs its dependencies ("" when it needs none: codex_exec's is npm's)
     trace_name: str | None = None  # harness name in the analyst's trace heading
     trace_file: str = "trace_steps.txt"  # the rendered trace steps of each rollout
+    key_env: str = ""  # the environment variable its API key is read from (Ray workers get it there)
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
@@ -40,10 +41,20 @@ BACKENDS: dict[str, BackendSpec] = {
     spec.name: spec
     for spec in (
         BackendSpec(
-            "openai_chat", "skillgrad.backends.openai_compat", ("optimizer", "target"), False, "openai"
+            "openai_chat",
+            "skillgrad.backends.openai_compat",
+            ("optimizer", "target"),
+            False,
+            "openai",
+            key_env="OPENAI_API_KEY",
         ),
         BackendSpec(
-            "anthropic_chat", "skillgrad.backends.anthropic_api", ("optimizer", "target"), False, "anthropic"
+            "anthropic_chat",
+            "skillgrad.backends.anthropic_api",
+            ("optimizer", "target"),
+            False,
+            "anthropic",
+            key_env="ANTHROPIC_API_KEY",
         ),
         BackendSpec(
             "claude_code_exec",
@@ -53,6 +64,7 @@ BACKENDS: dict[str, BackendSpec] = {
             "claude",
             trace_name="Claude",
             trace_file="claude_trace_steps.txt",
+            key_env="ANTHROPIC_API_KEY",
         ),
         BackendSpec(
             "codex_exec",
@@ -61,6 +73,7 @@ BACKENDS: dict[str, BackendSpec] = {
             True,
             "",
             trace_name="Codex",
+            key_env="OPENAI_API_KEY",
         ),
         BackendSpec("local", "skillgrad.backends.local", ("optimizer", "target"), False, "local"),
     )

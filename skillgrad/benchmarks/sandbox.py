@@ -145,11 +145,16 @@ class _Isolation:
 
 def _hidden_paths(cwd: Path) -> list[str]:
     """What in the user's home the code must not read (keys, CLI logins, ~/.cache/skillgrad): every
-    entry of it except those holding the Python that runs the code or the work folder itself."""
+    entry of it except those holding the Python that runs the code, its import path (skillgrad
+    itself included) or the work folder."""
     home = Path.home()
-    keep = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable, cwd)}
-    if not home.is_dir() or home.resolve() == Path("/") or any(k == home.resolve() for k in keep):
+    # Python, its libraries and ours (an editable install may live in the home), and the folder.
+    needed: list[str | Path] = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.executable, cwd]
+    needed.append(Path(__file__).parent)
+    if not home.is_dir() or home.resolve() == Path("/"):
         return []
+    # (the home itself on the import path, as when run from there, must not unhide all of it)
+    keep = {Path(p).resolve() for p in [*needed, *(e for e in sys.path if e)]} - {home.resolve()}
     hidden = []
     for entry in sorted(home.iterdir()):
         real = entry.resolve()

@@ -49,10 +49,6 @@ def mean_of(results: Mapping[str, Sequence[float]]) -> float:
     return sum(means) / len(means) if means else 0.0
 
 
-def full_marks(items: Mapping[str, Sequence[float]]) -> ValResults:
-    return {item: [1.0] * len(scores) for item, scores in items.items()}
-
-
 def optimistic(partial: Mapping[str, Sequence[float]], incumbent: ValResults) -> ValResults:
     """The candidate's known outcomes, completed with full marks for everything still to run."""
     return {

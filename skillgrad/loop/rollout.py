@@ -63,18 +63,21 @@ def run_rollouts(
     before_call: Callable[[], None],
     concurrency: int,
     slots: threading.Semaphore | None = None,
+    refused: list[FatalBackendError] | None = None,
 ) -> list[Rollout]:
     """Run every task (`agent_for(index)` runs the index-th: repeats of a task use resampling
     agents); `on_done(index, rollout)` persists each as it finishes (crash-safe); `before_call`
     raises BudgetStop when no further paid call may start. `slots`, shared by stages that run
-    side by side, bounds their calls in flight together."""
+    side by side, bounds their calls in flight together; `refused`, shared the same way, holds the
+    FatalBackendError after which no task of any of them starts."""
 
-    refused: list[FatalBackendError] = []  # set by the first refusal: no further task starts
+    # Set by the first refusal (shared by stages that run side by side): no further task starts.
+    refused = refused if refused is not None else []
 
     def one(index: int, task: Task) -> Rollout:
-        if refused:
-            raise refused[0]
         with slots if slots is not None else contextlib.nullcontext():
+            if refused:  # checked once a slot is ours: a refusal may have come while we waited
+                raise refused[0]
             before_call()
             workspace = workspace_for(index, task)
             if isinstance(benchmark, AgenticBenchmark):

@@ -79,6 +79,7 @@ class Stages:
                 )
             benchmark.use_judge(MeteredChatModel(roles.judge, accounting, "optimizer", "judge"))
         self.slots = threading.Semaphore(cfg.train.concurrency)  # calls in flight, all stages together
+        self.refused: list[FatalBackendError] = []  # a refused key or quota: no stage starts a call
         self.epoch: int | None = None  # the epoch in progress, for progress events
         self._lock = threading.Lock()
 
@@ -136,6 +137,7 @@ class Stages:
             before_call=self.accounting.reserve,
             concurrency=self.cfg.train.concurrency,
             slots=self.slots,
+            refused=self.refused,
         )
         self.events.emit("stage_end", stage=stage, step=step, mean_score=mean_score(results))
         return results

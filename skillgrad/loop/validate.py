@@ -31,10 +31,6 @@ class Validation:
     waves: int  # waves that ran at least one rollout
     raced_out: bool  # stopped early: no outcome of the remaining items could pass the gate
 
-    @property
-    def complete(self) -> bool:
-        return not self.raced_out
-
 
 def wave_plan(tasks: list[Task], waves: int) -> list[list[Task]]:
     """`tasks` in order, cut into `waves` near-equal consecutive waves (none empty)."""

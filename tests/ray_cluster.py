@@ -1,0 +1,106 @@
+"""A real local Ray cluster for tests: a head on 127.0.0.1 (loopback only) with token auth, its
+worker processes, and the environment a driver needs to join it. Stopped by process group, so it
+never touches any other Ray on the machine."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def ray_env(**extra: str) -> dict[str, str]:
+    """Environment for `ray start` and for drivers: loopback only, a private auth token."""
+    return {
+        **os.environ,
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # Ray's switch for a single-machine, loopback cluster
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": os.environ.get("SKILLGRAD_TEST_RAY_TOKEN") or secrets.token_hex(16),
+        **extra,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for(address: str, timeout_s: float, proc: subprocess.Popen[bytes]) -> None:
+    host, port = address.split(":")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ray start exited with {proc.returncode}")
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            time.sleep(2)  # the GCS answers before the raylet has registered its node
+            return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"no Ray head at {address} after {timeout_s}s")
+
+
+@contextmanager
+def local_ray_cluster(num_cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]:
+    """(address, driver environment) of a fresh head with `num_cpus` CPUs."""
+    port = free_port()
+    env = ray_env()
+    temp = tempfile.mkdtemp(prefix="sgray-", dir="/tmp")  # short: Ray's socket paths are length-limited
+    log = open(Path(temp) / "head.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ray.scripts.scripts",
+            "start",
+            "--head",
+            "--block",
+            f"--port={port}",
+            f"--num-cpus={num_cpus}",
+            f"--temp-dir={temp}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ],  # fmt: skip
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    address = f"127.0.0.1:{port}"
+    try:
+        _wait_for(address, 60, proc)
+        yield address, env
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+                proc.wait(timeout=5)
+                break
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                continue
+        log.close()
+
+
+def rollout_worker_pids() -> list[int]:
+    """Processes whose title says they are skillgrad's Ray rollout workers."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        if title.startswith(b"ray::RolloutWorker"):
+            found.append(int(entry.name))
+    return found

@@ -1,12 +1,15 @@
 """Selection after validity: only edits that apply, and were neither copied from the prompt nor
 rejected earlier this epoch, count against the learning rate."""
 
+import re
+
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.merge import MergedEdit, Patch, UnionMerge
 from skillgrad.loop.select import CLIPPED, COPIED, INAPPLICABLE, REJECTED, SupportRank, select_valid
 from skillgrad.skill import Edit
 
 SKILL = "# Skill\n\nAnswer briefly.\n"
+TAGS = {"<skill>", "</skill>", "<!-- protected -->", "<!-- /protected -->"}
 DATES = Edit("add", "end", "Write dates as YYYY-MM-DD, e.g. 2021-03-05.")
 NAMES = Edit("add", "Answer briefly.", "Write names as SURNAME, First, e.g. BERG, Anna.")
 
@@ -67,7 +70,7 @@ def test_clipping_counts_only_applicable_edits():
 
 def test_edit_copied_from_a_prompt_template_is_dropped():
     echo = PromptEcho.of_templates()
-    placeholder = Edit("add", "end", "<RULE WITH ONE EXAMPLE>")
+    placeholder = Edit("add", "end", "Rejected edits")  # a quoted span of a template
     line = Edit("add", "end", "- One rule per edit. Short, concrete, checkable.")
     stretch = Edit("add", "end", "Write general rules, never the answer to one particular task")
     assert echo(placeholder) and echo(line) and echo(stretch)
@@ -88,6 +91,8 @@ def test_prompt_templates_carry_no_concrete_rule_to_copy():
         "2024-03-07",
     ):
         assert copied not in text
+    # nor placeholders: the 135M model copied "<RULE WITH ONE EXAMPLE>" verbatim; the schema carries the shape
+    assert re.findall(r"<[^>\n]*>", text) and set(re.findall(r"<[^>\n]*>", text)) <= TAGS
 
 
 def test_support_counts_proposals_and_failures_count_minibatches_once():

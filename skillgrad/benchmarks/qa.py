@@ -114,6 +114,8 @@ class PoolBenchmark:
 
 def create(cfg: Config) -> PoolBenchmark:
     options = parse_options(QAOptions, cfg.benchmark)
-    path = require_data(cfg, "set benchmark.data to a JSONL file of {id, question, context?, answers[]}")
+    path = require_data(
+        cfg, "pass --data PATH (or set benchmark.data) to a JSONL file of {id, question, context?, answers[]}"
+    )
     scorer = score_f1 if options.metric == "f1" else score_exact
     return PoolBenchmark("qa", cfg.benchmark, str(path), answer_scorer(scorer), pool=read_qa_jsonl(path))

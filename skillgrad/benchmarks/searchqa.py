@@ -55,7 +55,7 @@ def _hub_tasks(dataset: str, wanted: set[str] | None) -> list[Task]:
     tasks = []
     hint = (
         "set --set benchmark.data=PATH to a JSONL of {id, question, context, answers} "
-        "(e.g. ../shared/data/searchqa_sample/searchqa_256.jsonl)"
+        "(e.g. --data my_searchqa.jsonl)"
     )
     rows = (row for split in splits for row in hub_rows("searchqa", dataset, split, hint))
     for row in rows:

@@ -13,14 +13,14 @@ from skillgrad.benchmarks.base import Task
 from skillgrad.templates import render
 
 SKILL_DESCRIPTION = "Conventions and procedures for the tasks in this workspace. Use it for every task."
-_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
+FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
 
 
 def skill_markdown(name: str, skill: str) -> str:
     """SKILL.md with valid front matter: our name, and the skill's own description when it has one."""
     body = skill
     description = SKILL_DESCRIPTION
-    match = _FRONT_MATTER.match(skill)
+    match = FRONT_MATTER.match(skill)
     if match:
         try:
             meta = yaml.safe_load(match.group(1))

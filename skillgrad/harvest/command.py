@@ -64,14 +64,13 @@ def _task_id(task: HarvestedTask) -> str:
     return "h" + hashlib.sha256(origin.encode("utf-8")).hexdigest()[:12]
 
 
-def _record(task: HarvestedTask, cluster: str, size: int) -> dict[str, Any]:
+def _record(task: HarvestedTask) -> dict[str, Any]:
+    """The task set's line for `task`, its cluster still to be filled in."""
     return {
         "id": _task_id(task),
         "question": task.request,
         "answers": [],
         "meta": {
-            "cluster": cluster,
-            "cluster_size": size,
             "source": task.source,
             "files_read": task.files_read,
             "files_changed": task.files_changed,
@@ -93,12 +92,12 @@ def harvest(source: Path, since: datetime | None, out: Path, redactor: Redactor)
         raise UserError(
             f"--from {source}: {len(files)} session file(s) read, but no user request{when} in them"
         )
+    records = [redact_tree(_record(t), redactor.redact) for t in tasks]
     # Clustered on the redacted text: a secret inside a request never tells two requests apart.
-    clusters = cluster_ids([str(redact_tree(t.request, redactor.redact)) for t in tasks])
+    clusters = cluster_ids([r["question"] for r in records])
     sizes = Counter(clusters)
-    records = [
-        redact_tree(_record(t, c, sizes[c]), redactor.redact) for t, c in zip(tasks, clusters, strict=True)
-    ]
+    for record, cluster in zip(records, clusters, strict=True):
+        record["meta"] = {"cluster": cluster, "cluster_size": sizes[cluster], **record["meta"]}
     write_text_atomic(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     first_request = {c: r["question"] for c, r in reversed(list(zip(clusters, records, strict=True)))}
     recurring = [(n, one_line(first_request[c])[:100]) for c, n in sizes.most_common(5) if n > 1]

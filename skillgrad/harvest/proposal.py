@@ -15,18 +15,13 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from skillgrad.atomic import write_json_atomic, write_text_atomic
+from skillgrad.backends.workspace import FRONT_MATTER, skill_markdown
 from skillgrad.errors import UserError
 from skillgrad.report.data import Run, load_run
-
-_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
-DESCRIPTION = "Conventions and procedures learned from this project's sessions. Use it for every task."
 
 
 def installed_skill_path(name: str, project: Path, home: Path) -> Path:
@@ -51,19 +46,17 @@ def _read(path: Path) -> str | None:
 def skill_file(name: str, body: str, installed: str | None) -> str:
     """The SKILL.md to install: the body with its own front matter, else the installed file's, else
     a new one naming the skill (Claude Code needs `name` and `description`)."""
-    if _FRONT_MATTER.match(body):
+    if FRONT_MATTER.match(body):
         return body if body.endswith("\n") else body + "\n"
-    match = _FRONT_MATTER.match(installed or "")
-    if match:
-        head = match.group(0).rstrip("\n") + "\n"
-    else:
-        head = "---\n" + yaml.safe_dump({"name": name, "description": DESCRIPTION}, sort_keys=False) + "---\n"
-    return f"{head}\n{body.strip()}\n"
+    match = FRONT_MATTER.match(installed or "")
+    if not match:
+        return skill_markdown(name, body)  # the front matter every installed skill of ours gets
+    return f"{match.group(0).rstrip()}\n\n{body.strip()}\n"
 
 
 def _body(skill: str | None) -> str:
     text = skill or ""
-    match = _FRONT_MATTER.match(text)
+    match = FRONT_MATTER.match(text)
     return (text[match.end() :] if match else text).strip()
 
 

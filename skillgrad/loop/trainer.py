@@ -14,6 +14,7 @@ import contextlib
 import functools
 import math
 import random
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -24,19 +25,23 @@ from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
-from skillgrad.loop.echo import PromptEcho
+from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import make_gate, mean_of
 from skillgrad.loop.merge import MERGERS
 from skillgrad.loop.rollout import Rollout, mean_score
-from skillgrad.loop.select import RANKERS, SCHEDULES, select_valid
+from skillgrad.loop.select import COPIES_TASK, RANKERS, SCHEDULES, select_valid
 from skillgrad.loop.stages import Roles, Stages, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.loop.stopping import stop_reason
+from skillgrad.loop.taskcopy import TaskCopyGuard
 from skillgrad.loop.validate import Validation, ValUnit, validate
 from skillgrad.loop.verdict import gate_record, judge
+from skillgrad.package.checks import CandidateChecks
+from skillgrad.package.doc import PackageDoc, char_limit, open_skill
+from skillgrad.package.folder import read_skill_at
 from skillgrad.runs import RunDir
-from skillgrad.skill import EditOutcome, SkillDoc
+from skillgrad.skill import Edit, EditOutcome, SkillDoc
 
 __all__ = ["Roles", "Trainer", "TrainingFailed"]
 
@@ -65,7 +70,8 @@ class Trainer:
         self.merger = MERGERS[cfg.optimizer.merge]()
         self.ranker = RANKERS[cfg.optimizer.rank]()
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
-        self.echo = PromptEcho.of_templates()
+        self.echo = PromptEcho([*template_texts(), *template_texts("skillgrad.package")])
+        self.checks = CandidateChecks(cfg.skill.max_chars, cfg.skill.self_test_timeout_s)
         self.accounting = Accounting(ledger)
         self.stages = Stages(cfg, benchmark, roles, run, events, self.accounting)
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
@@ -107,14 +113,20 @@ class Trainer:
         train = self.train_batch(state, step, batch)
         patches = self.stages.reflect(step, state, train, lr)
         ranked = self.ranker.rank(self.merger.merge(patches))
+        max_chars = char_limit(
+            self.cfg.optimizer.max_skill_chars, self.cfg.skill.max_chars, state.current_text
+        )
         chosen = select_valid(
             ranked,
             state.current_text,
             lr,
             rejected=state.rejected_edits,
             copied=self.echo,
-            max_chars=self.cfg.optimizer.max_skill_chars,
+            max_chars=max_chars,
+            budget=self.cfg.skill.max_chars,
+            copies_task=self.task_copies(batch),
         )
+        state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)
         self.run.write_json(
             folder / "merged_patch.json",
             {
@@ -127,13 +139,17 @@ class Trainer:
                 "dropped": [d.to_json() for d in chosen.dropped],
             },
         )
-        current = SkillDoc(state.current_text)
-        candidate, outcomes = current.apply(
-            [m.edit for m in chosen.selected], self.cfg.optimizer.max_skill_chars
-        )
+        current = open_skill(state.current_text, self.cfg.skill.max_chars)
+        candidate, outcomes = current.apply([m.edit for m in chosen.selected], max_chars)
         self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
-        self.run.write_text(folder / "candidate_skill.md", candidate.text)
-        record = self._validate_and_gate(state, step, candidate, outcomes, plan[index + 1 : index + 2])
+        self.run.write_skill_at(folder / "candidate_skill", candidate.text)
+        unchanged = candidate.text == state.current_text
+        blocked = None if unchanged else self.checks.problem(candidate.text)
+        if blocked:
+            self.events.emit("message", text=f"step {step}: candidate skipped: {blocked}")
+        record = self._validate_and_gate(
+            state, step, candidate, outcomes, plan[index + 1 : index + 2], blocked
+        )
         state.step = step
         self.run.append_history(
             {
@@ -159,15 +175,23 @@ class Trainer:
         )
 
     def _validate_and_gate(
-        self, state: TrainState, step: int, candidate: SkillDoc, outcomes: list[EditOutcome], nxt: Plan
+        self,
+        state: TrainState,
+        step: int,
+        candidate: SkillDoc | PackageDoc,
+        outcomes: list[EditOutcome],
+        nxt: Plan,
+        blocked: str | None = None,
     ) -> dict[str, Any]:
         applied = [o.edit for o in outcomes if o.status == "applied"]
         edits = [{**o.edit.to_json(), "status": o.status, "reason": o.reason} for o in outcomes]
         base = {"current_score": state.current_score, "edits": edits, "version": None, "cached": False}
         gate_path = self.run.step_dir(step) / "gate.json"
-        if not applied or candidate.text == state.current_text:
-            self.run.write_json(gate_path, gate_record(None, None, state.current_score, self.cfg))
-            return {**base, "action": "skipped", "val_score": None, "best_score": state.best_score}
+        if not applied or candidate.text == state.current_text or blocked:
+            gate = gate_record(None, None, state.current_score, self.cfg)
+            skipped = {"skip_reason": blocked} if blocked else {}
+            self.run.write_json(gate_path, {**gate, **skipped, **({"reason": blocked} if blocked else {})})
+            return {**base, "action": "skipped", "val_score": None, "best_score": state.best_score, **skipped}
         incumbent = self.incumbent_results(state)
         known = state.val_results.get(candidate.content_hash, {})
         racing = self.cfg.optimizer.validation == "racing"
@@ -205,7 +229,7 @@ class Trainer:
             state.accepted += 1
             if score > state.best_score:
                 state.best_score, state.best_version, state.best_step = score, state.version, step
-                self.run.write_text("best_skill.md", candidate.text)
+                self.run.write_skill_at("best_skill", candidate.text)
         else:
             state.rejected += 1
             state.rejected_edits.extend(applied)
@@ -218,6 +242,12 @@ class Trainer:
             "version": version,
             "cached": val.calls == 0,
         }
+
+    def task_copies(self, batch: list[Task]) -> Callable[[Edit], str | None]:
+        """The copy-of-task-text guard over the tasks the analysts were shown (off when allowed)."""
+        if self.cfg.optimizer.allow_task_text:
+            return lambda _edit: None
+        return TaskCopyGuard(batch, self.cfg.optimizer.task_text_ngram)
 
     # -- validation -----------------------------------------------------------------------------
     def _val_units(
@@ -345,7 +375,7 @@ class Trainer:
     def baseline(self) -> TrainState:
         text = self.initial_skill
         self.run.write_skill(0, text)
-        self.run.write_text("best_skill.md", text)
+        self.run.write_skill_at("best_skill", text)
         val = self.full_validation(0, text, "baseline", {})
         score = mean_of(val.results)
         state = TrainState(current_text=text, current_score=score, baseline_score=score, best_score=score)
@@ -366,7 +396,7 @@ class Trainer:
         results: dict[str, Any] = {}
         versions = sorted({0, state.best_version})
         for version in versions:
-            text = (self.run.path("skills", f"{version_name(version)}.md")).read_text(encoding="utf-8")
+            text = read_skill_at(self.run.path("skills", version_name(version)))
             prefix = Path("test") / version_name(version)
             results[version_name(version)] = mean_score(
                 self.stages.rollouts(tasks, text, prefix, "test", state.step)

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from skillgrad.benchmarks.base import Benchmark, Task
+from skillgrad.benchmarks.base import Benchmark
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
@@ -28,7 +28,7 @@ from skillgrad.loop.echo import PromptEcho
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import make_gate, mean_of
 from skillgrad.loop.merge import MERGERS
-from skillgrad.loop.rollout import Rollout, mean_score
+from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.select import RANKERS, SCHEDULES, select_valid
 from skillgrad.loop.stages import Roles, Stages, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
@@ -37,6 +37,7 @@ from skillgrad.loop.validate import Validation, ValUnit, validate
 from skillgrad.loop.verdict import gate_record, judge
 from skillgrad.runs import RunDir
 from skillgrad.skill import EditOutcome, SkillDoc
+from skillgrad.values import Rollout, Task
 
 __all__ = ["Roles", "Trainer", "TrainingFailed"]
 

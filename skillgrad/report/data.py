@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import UserError
-from skillgrad.traces.steps import TraceStep
+from skillgrad.values import TraceStep
 
 SPLIT_ORDER = {"val": 0, "test": 1, "train": 2}
 

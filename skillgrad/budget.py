@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.atomic import append_jsonl, read_jsonl_repairing
-from skillgrad.backends.base import Usage
 from skillgrad.backends.registry import spec_for
 from skillgrad.config import BudgetConfig, Config
+from skillgrad.values import Usage
 
 RECOVERED_STAGE = "before_crash"
 

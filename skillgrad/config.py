@@ -15,11 +15,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from skillgrad.errors import UserError
+from skillgrad.values import Effort
 
 BackendName = Literal["openai_chat", "anthropic_chat", "claude_code_exec", "codex_exec", "local"]
 BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
 DEFAULT_BACKEND: BackendName = "local"
-Effort = Literal["low", "medium", "high"]
 Schedule = Literal["constant", "linear", "cosine"]
 
 

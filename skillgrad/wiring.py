@@ -15,7 +15,7 @@ from typing import Any
 
 from skillgrad.backends.base import ChatModel
 from skillgrad.backends.registry import Backends, spec_for
-from skillgrad.benchmarks.base import SPLITS, Benchmark
+from skillgrad.benchmarks.base import Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
@@ -32,6 +32,7 @@ from skillgrad.progress import make_observers
 from skillgrad.redact import Redactor
 from skillgrad.runs import RunDir
 from skillgrad.tracking import make_tracking_observer
+from skillgrad.values import SPLITS
 
 
 def read_skill(path: Path) -> str:

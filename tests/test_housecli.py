@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.backends.base import AgentResult
 from skillgrad.benchmarks.house_tool import ZONES, quote_code
 from skillgrad.benchmarks.housecli import HouseCliBenchmark
 from skillgrad.config import load_config
 from skillgrad.errors import UserError
 from skillgrad.package.folder import load_package
+from skillgrad.values import AgentResult
 from skillgrad.wiring import initial_skill
 
 REPO = Path(__file__).resolve().parents[1]

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from skillgrad.backends.workspace import prepare_workspace
-from skillgrad.benchmarks.base import Task
 from skillgrad.errors import UserError
 from skillgrad.package.doc import PackageDoc, open_skill
 from skillgrad.package.folder import load_package, read_skill_at, write_package
 from skillgrad.package.install import flatten, skill_prompt_text
 from skillgrad.package.model import SkillPackage, as_package, is_package, path_problem
 from skillgrad.skill import Edit, SkillDoc
+from skillgrad.values import Task
 
 SKILL_MD = "---\ndescription: House CLI conventions\n---\n# House\n\n- Read references/flags.md first.\n"
 FLAGS = (

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import jsonschema
 
-from skillgrad.backends.base import AgentResult
-from skillgrad.benchmarks.base import Score, Task
+from skillgrad.loop.checks import CandidateChecks, front_matter, script_problem
 from skillgrad.loop.merge import MergedEdit
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages
-from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.select import COPIES_TASK, INAPPLICABLE, select_valid
 from skillgrad.loop.taskcopy import TaskCopyGuard
-from skillgrad.package.checks import CandidateChecks, front_matter, script_problem
 from skillgrad.package.model import SkillPackage
 from skillgrad.package.prompt import package_schema, touched_files
 from skillgrad.report.package_diff import version_diffs, version_sizes
 from skillgrad.skill import Edit
 from skillgrad.traces.steps import TraceCaps, TraceStep
+from skillgrad.values import AgentResult, Rollout, Score, Task
 
 SKILL_MD = "# House\n\n- Read references/flags.md for the flags.\n"
 FLAGS = "# Flags\n\n- `--zone` picks the warehouse.\n"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillgrad.backends.base import AgentResult, ChatModel, Effort, Message
-from skillgrad.benchmarks.base import Task
+from skillgrad.backends.base import ChatModel
 from skillgrad.errors import BackendError, FatalBackendError
 from skillgrad.package.install import skill_prompt_text
 from skillgrad.templates import render
+from skillgrad.values import AgentResult, Effort, Message, Task
 
 
 def task_prompt(task: Task) -> str:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from skillgrad.benchmarks.base import Task
 from skillgrad.package.install import install, main_file
 from skillgrad.package.model import is_package
 from skillgrad.templates import render
+from skillgrad.values import Task
 
 SKILL_DESCRIPTION = "Conventions and procedures for the tasks in this workspace. Use it for every task."
 FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)

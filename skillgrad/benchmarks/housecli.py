@@ -16,11 +16,11 @@ import random
 import shutil
 from pathlib import Path
 
-from skillgrad.backends.base import AgentResult
-from skillgrad.benchmarks.base import SPLITS, Score, Split, Task
+from skillgrad.benchmarks.base import SPLITS, Split
 from skillgrad.benchmarks.house_tool import LANES, ZONES, quote_code
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.values import AgentResult, Score, Task
 
 TOOL = Path(__file__).with_name("house_tool.py")
 MAX_TASKS = 1000

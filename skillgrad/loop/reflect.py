@@ -7,15 +7,15 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from skillgrad.backends.base import ChatModel, Effort, Message, Reply
+from skillgrad.backends.base import ChatModel
 from skillgrad.loop.merge import Patch
-from skillgrad.loop.rollout import Rollout
 from skillgrad.package.model import as_package
 from skillgrad.package.prompt import package_schema, package_targets, package_view
 from skillgrad.skill import END_ANCHOR, Edit, edit_targets
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.traces.view import render_view
+from skillgrad.values import Effort, Message, Reply, Rollout
 
 PROMPTS = "skillgrad.loop"
 ANALYST_CONTEXT_CHARS = 1500  # the analyst needs the gist of long contexts, the agent gets all of it

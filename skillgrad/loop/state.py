@@ -5,13 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from skillgrad.runs import version_name
 from skillgrad.skill import Edit
 
 ValResults = dict[str, list[float]]  # task id -> score of each repeat
-
-
-def version_name(version: int) -> str:
-    return f"v{version:04d}"
 
 
 @dataclass

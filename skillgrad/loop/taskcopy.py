@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from skillgrad.benchmarks.base import Task
 from skillgrad.skill import Edit
+from skillgrad.values import Task
 
 _WORD = re.compile(r"\w+")
 

@@ -19,17 +19,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from skillgrad.benchmarks.base import Benchmark, Task
+from skillgrad.benchmarks.base import Benchmark
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
+from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import make_gate, mean_of
 from skillgrad.loop.merge import MERGERS
-from skillgrad.loop.rollout import Rollout, mean_score
+from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.select import COPIES_TASK, RANKERS, SCHEDULES, select_valid
 from skillgrad.loop.stages import Roles, Stages, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
@@ -37,11 +38,11 @@ from skillgrad.loop.stopping import stop_reason
 from skillgrad.loop.taskcopy import TaskCopyGuard
 from skillgrad.loop.validate import Validation, ValUnit, validate
 from skillgrad.loop.verdict import gate_record, judge
-from skillgrad.package.checks import CandidateChecks
 from skillgrad.package.doc import PackageDoc, char_limit, open_skill
 from skillgrad.package.folder import read_skill_at
 from skillgrad.runs import RunDir
 from skillgrad.skill import Edit, EditOutcome, SkillDoc
+from skillgrad.values import Rollout, Task
 
 __all__ = ["Roles", "Trainer", "TrainingFailed"]
 

@@ -11,11 +11,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from skillgrad.loop.rollout import Rollout
 from skillgrad.package.doc import CREATE_SUFFIXES
 from skillgrad.package.model import SKILL_FILE, SkillPackage
 from skillgrad.skill import END_ANCHOR, edit_targets
 from skillgrad.templates import render
+from skillgrad.values import Rollout
 
 PROMPTS = "skillgrad.package"
 FIRST_LINE_CHARS = 80

@@ -18,7 +18,7 @@ from typing import Any
 
 from skillgrad.errors import UserError
 from skillgrad.package.folder import load_package
-from skillgrad.traces.steps import TraceStep
+from skillgrad.values import TraceStep
 
 SPLIT_ORDER = {"val": 0, "test": 1, "train": 2}
 

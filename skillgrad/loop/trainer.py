@@ -14,7 +14,6 @@ import contextlib
 import functools
 import math
 import random
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -25,20 +24,17 @@ from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
-from skillgrad.loop.checks import CandidateChecks
-from skillgrad.loop.echo import PromptEcho, template_texts
+from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import make_gate, mean_of
-from skillgrad.loop.merge import MERGERS
 from skillgrad.loop.rollout import mean_score
-from skillgrad.loop.select import COPIES_TASK, RANKERS, SCHEDULES, select_valid
+from skillgrad.loop.select import SCHEDULES
 from skillgrad.loop.stages import Roles, Stages, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.loop.stopping import stop_reason
-from skillgrad.loop.taskcopy import TaskCopyGuard
 from skillgrad.loop.validate import Validation, ValUnit, validate
 from skillgrad.loop.verdict import gate_record, judge
-from skillgrad.package.doc import PackageDoc, char_limit, open_skill
+from skillgrad.package.doc import PackageDoc
 from skillgrad.package.folder import read_skill_at
 from skillgrad.runs import RunDir
 from skillgrad.skill import Edit, EditOutcome, SkillDoc
@@ -68,11 +64,8 @@ class Trainer:
         self.ledger = ledger
         self.initial_skill = initial_skill
         self.gate = make_gate(cfg.optimizer.gate, cfg.optimizer.gate_alpha)
-        self.merger = MERGERS[cfg.optimizer.merge]()
-        self.ranker = RANKERS[cfg.optimizer.rank]()
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
-        self.echo = PromptEcho([*template_texts(), *template_texts("skillgrad.package")])
-        self.checks = CandidateChecks(cfg.skill.max_chars, cfg.skill.self_test_timeout_s)
+        self.candidates = Candidates(cfg, run, events)
         self.accounting = Accounting(ledger)
         self.stages = Stages(cfg, benchmark, roles, run, events, self.accounting)
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
@@ -107,47 +100,13 @@ class Trainer:
         step, epoch, batch = plan[index]
         self.accounting.start_step()
         before = state.current_score
-        folder = self.run.step_dir(step)
         lr = self.schedule(
             step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
         )
         train = self.train_batch(state, step, batch)
         patches = self.stages.reflect(step, state, train, lr)
-        ranked = self.ranker.rank(self.merger.merge(patches))
-        max_chars = char_limit(
-            self.cfg.optimizer.max_skill_chars, self.cfg.skill.max_chars, state.current_text
-        )
-        chosen = select_valid(
-            ranked,
-            state.current_text,
-            lr,
-            rejected=state.rejected_edits,
-            copied=self.echo,
-            max_chars=max_chars,
-            budget=self.cfg.skill.max_chars,
-            copies_task=self.task_copies(batch),
-        )
-        state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)
-        self.run.write_json(
-            folder / "merged_patch.json",
-            {
-                "step": step,
-                "learning_rate": lr,
-                "proposed": sum(len(p.edits) for p in patches),
-                "merged": len(ranked),
-                "dropped_counts": chosen.counts(),
-                "selected": [m.to_json() for m in chosen.selected],
-                "dropped": [d.to_json() for d in chosen.dropped],
-            },
-        )
-        current = open_skill(state.current_text, self.cfg.skill.max_chars)
-        candidate, outcomes = current.apply([m.edit for m in chosen.selected], max_chars)
-        self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
-        self.run.write_skill_at(folder / "candidate_skill", candidate.text)
-        unchanged = candidate.text == state.current_text
-        blocked = None if unchanged else self.checks.problem(candidate.text)
-        if blocked:
-            self.events.emit("message", text=f"step {step}: candidate skipped: {blocked}")
+        chosen, max_chars = self.candidates.select(state, step, batch, patches, lr)
+        candidate, outcomes, blocked = self.candidates.build(state, step, chosen, max_chars)
         record = self._validate_and_gate(
             state, step, candidate, outcomes, plan[index + 1 : index + 2], blocked
         )
@@ -190,9 +149,9 @@ class Trainer:
         gate_path = self.run.step_dir(step) / "gate.json"
         if not applied or candidate.text == state.current_text or blocked:
             gate = gate_record(None, None, state.current_score, self.cfg)
-            skipped = {"skip_reason": blocked} if blocked else {}
-            self.run.write_json(gate_path, {**gate, **skipped, **({"reason": blocked} if blocked else {})})
-            return {**base, "action": "skipped", "val_score": None, "best_score": state.best_score, **skipped}
+            why = {"skip_reason": blocked} if blocked else {}
+            self.run.write_json(gate_path, {**gate, **why, **({"reason": blocked} if blocked else {})})
+            return {**base, "action": "skipped", "val_score": None, "best_score": state.best_score, **why}
         incumbent = self.incumbent_results(state)
         known = state.val_results.get(candidate.content_hash, {})
         racing = self.cfg.optimizer.validation == "racing"
@@ -221,19 +180,7 @@ class Trainer:
         decision = judge(self.gate, val, incumbent)
         score = mean_of(val.results)
         self.run.write_json(gate_path, gate_record(decision, val, state.current_score, self.cfg))
-        version = None
-        if decision.accepted:
-            state.version += 1
-            version = version_name(state.version)
-            self.run.write_skill(state.version, candidate.text)
-            state.current_text, state.current_score = candidate.text, score
-            state.accepted += 1
-            if score > state.best_score:
-                state.best_score, state.best_version, state.best_step = score, state.version, step
-                self.run.write_skill_at("best_skill", candidate.text)
-        else:
-            state.rejected += 1
-            state.rejected_edits.extend(applied)
+        version = self._record_decision(state, step, candidate.text, score, decision.accepted, applied)
         action = "accepted" if decision.accepted else "rejected"
         return {
             **base,
@@ -244,11 +191,22 @@ class Trainer:
             "cached": val.calls == 0,
         }
 
-    def task_copies(self, batch: list[Task]) -> Callable[[Edit], str | None]:
-        """The copy-of-task-text guard over the tasks the analysts were shown (off when allowed)."""
-        if self.cfg.optimizer.allow_task_text:
-            return lambda _edit: None
-        return TaskCopyGuard(batch, self.cfg.optimizer.task_text_ngram)
+    def _record_decision(
+        self, state: TrainState, step: int, text: str, score: float, accepted: bool, applied: list[Edit]
+    ) -> str | None:
+        """Update the state for the gate's decision; an accepted candidate becomes a version."""
+        if not accepted:
+            state.rejected += 1
+            state.rejected_edits.extend(applied)
+            return None
+        state.version += 1
+        self.run.write_skill(state.version, text)
+        state.current_text, state.current_score = text, score
+        state.accepted += 1
+        if score > state.best_score:
+            state.best_score, state.best_version, state.best_step = score, state.version, step
+            self.run.write_skill_at("best_skill", text)
+        return version_name(state.version)
 
     # -- validation -----------------------------------------------------------------------------
     def _val_units(

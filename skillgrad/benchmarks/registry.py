@@ -25,6 +25,7 @@ BUILTINS: dict[str, str] = {
     "custom": "skillgrad.benchmarks.custom",
     "housestyle": "skillgrad.benchmarks.housestyle",
     "harvested": "skillgrad.benchmarks.harvested",
+    "housecli": "skillgrad.benchmarks.housecli",
 }
 
 

@@ -166,6 +166,8 @@ class Stages:
                     self.caps,
                     self.cfg.trace.prompt_chars,
                     self.trace_heading,
+                    package_chars=self.cfg.skill.prompt_chars,
+                    budget=self.cfg.skill.max_chars,
                 )
                 name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "")
                 record_path = self.run.step_dir(step) / "reflections" / f"{name}.json"

@@ -30,6 +30,7 @@ class TrainState:
     # skill content hash -> train task ids that passed with it (for the `no_failures` stop)
     train_passed: dict[str, list[str]] = field(default_factory=dict)
     rounds: int = 0  # sequential rounds of calls so far (observed), kept across a resume
+    task_text_copies: int = 0  # edits dropped because they copy a task's text
 
     def outcome(self) -> dict[str, Any]:
         """The scores and counts a run summary reports."""
@@ -41,6 +42,7 @@ class TrainState:
             "steps": self.step,
             "accepted": self.accepted,
             "rejected": self.rejected,
+            "task_text_copies": self.task_text_copies,
         }
 
     def to_json(self) -> dict[str, Any]:

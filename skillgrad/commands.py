@@ -12,7 +12,10 @@ from skillgrad.budget import PaidJournal, estimate
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.executors.base import Executor, open_executor
+from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.rollout import mean_score
+from skillgrad.loop.stages import RolloutRunner
+from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.trainer import Trainer, TrainingFailed
 from skillgrad.resume import check_same_config, load_checkpoint
 from skillgrad.wiring import (
@@ -79,7 +82,10 @@ def _train(
             session.run.remove_stale_temp_files()  # left by a SIGKILL; the lock is ours now
             state, session.ledger = load_checkpoint(out, cfg, journal)
         session.run.write_json("config.json", cfg.portable().to_json())
-        trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
+        strategies = Strategies.from_config(cfg.optimizer)
+        trainer = Trainer(
+            cfg, benchmark, roles, session.run, session.events, session.ledger, skill, strategies
+        )
         try:
             summary = trainer.train(state)
         except FatalBackendError as exc:
@@ -134,11 +140,10 @@ def _evaluate(
     session = open_session(cfg, out, redactor)
     with RunLock(out / ".lock"):
         session.run.write_json("config.json", cfg.portable().to_json())
-        trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
+        runner = RolloutRunner(cfg, benchmark, roles, session.run, session.events, Accounting(session.ledger))
         try:
-            results = trainer.rollouts(
-                trainer.benchmark_split(split), skill, Path("rollouts") / split, "eval", 0
-            )
+            tasks = benchmark.load(split)  # type: ignore[arg-type]
+            results = runner.rollouts(tasks, skill, Path("rollouts") / split, "eval", 0)
         except FatalBackendError as exc:
             session.run.write_json("eval.json", {"skill": str(skill_path), "split": split, "error": str(exc)})
             print(f"skillgrad: error: {exc}", file=sys.stderr)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillgrad.errors import UserError
 from skillgrad.loop.events import Observer
+from skillgrad.loop.records import StepEnd
 from skillgrad.progress import usage_by_role
 from skillgrad.redact import Redactor
 from skillgrad.values import Usage
@@ -100,15 +101,15 @@ class MlflowObserver:
             score = _num(fields.get("mean_score"))
             self._metrics({"val_score": score, "best_score": score, "current_score": score}, 0)
         elif kind == "step_end":
-            step = int(fields.get("step") or 0)
+            end = StepEnd.from_json(fields)
             values: dict[str, float | None] = {
-                "val_score": _num(fields.get("val_score")),
-                "best_score": _num(fields.get("best_score")),
-                "current_score": _num(fields.get("current_score")),
-                "accepted": 1.0 if fields.get("action") == "accepted" else 0.0,
-                "edits_applied": _num(fields.get("edits_applied")),
+                "val_score": end.val_score,
+                "best_score": end.best_score,
+                "current_score": end.current_score,
+                "accepted": 1.0 if end.action == "accepted" else 0.0,
+                "edits_applied": float(end.edits_applied),
             }
-            self._metrics({**values, **_usage_metrics(fields.get("usage"))}, step)
+            self._metrics({**values, **_usage_metrics(end.usage)}, end.step)
         elif kind == "run_end":
             self._finish(fields)
 

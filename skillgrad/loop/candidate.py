@@ -10,9 +10,10 @@ from skillgrad.config import Config
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.events import Events
-from skillgrad.loop.merge import MERGERS, Patch
-from skillgrad.loop.select import COPIES_TASK, RANKERS, Selection, select_valid
+from skillgrad.loop.merge import Patch
+from skillgrad.loop.select import COPIES_TASK, Selection, select_valid
 from skillgrad.loop.state import TrainState
+from skillgrad.loop.strategies import Merger, Ranker
 from skillgrad.loop.taskcopy import TaskCopyGuard
 from skillgrad.package.doc import PackageDoc, char_limit, open_skill
 from skillgrad.runs import RunDir
@@ -21,12 +22,12 @@ from skillgrad.values import Task
 
 
 class Candidates:
-    def __init__(self, cfg: Config, run: RunDir, events: Events) -> None:
+    def __init__(self, cfg: Config, run: RunDir, events: Events, merger: Merger, ranker: Ranker) -> None:
         self.cfg = cfg
         self.run = run
         self.events = events
-        self.merger = MERGERS[cfg.optimizer.merge]()
-        self.ranker = RANKERS[cfg.optimizer.rank]()
+        self.merger = merger
+        self.ranker = ranker
         self.echo = PromptEcho([*template_texts(), *template_texts("skillgrad.package")])
         self.checks = CandidateChecks(cfg.skill.max_chars, cfg.skill.self_test_timeout_s)
 

@@ -15,6 +15,7 @@ import functools
 import math
 import random
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +27,20 @@ from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
-from skillgrad.loop.gate import make_gate, mean_of
+from skillgrad.loop.gate import mean_of
+from skillgrad.loop.records import GateRecord, StepEnd, StepRecord
+from skillgrad.loop.reflection import Reflection
 from skillgrad.loop.rollout import mean_score
-from skillgrad.loop.select import SCHEDULES
-from skillgrad.loop.stages import Roles, Stages, TrainingFailed
+from skillgrad.loop.stages import Roles, RolloutRunner, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.loop.stopping import stop_reason
+from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.validate import Validation, ValUnit, validate
-from skillgrad.loop.verdict import gate_record, judge
+from skillgrad.loop.verdict import judge
 from skillgrad.package.doc import PackageDoc
 from skillgrad.package.folder import read_skill_at
 from skillgrad.runs import RunDir
-from skillgrad.skill import Edit, EditOutcome, SkillDoc
+from skillgrad.skill import EditOutcome, SkillDoc
 from skillgrad.values import Rollout, Task
 
 __all__ = ["Roles", "Trainer", "TrainingFailed"]
@@ -55,6 +58,7 @@ class Trainer:
         events: Events,
         ledger: Ledger,
         initial_skill: str,
+        strategies: Strategies,
     ) -> None:
         self.cfg = cfg
         self.benchmark = benchmark
@@ -63,22 +67,29 @@ class Trainer:
         self.events = events
         self.ledger = ledger
         self.initial_skill = initial_skill
-        self.gate = make_gate(cfg.optimizer.gate, cfg.optimizer.gate_alpha)
-        self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
-        self.candidates = Candidates(cfg, run, events)
+        self.gate = strategies.gate
+        self.schedule = strategies.schedule
+        self.candidates = Candidates(cfg, run, events, strategies.merger, strategies.ranker)
         self.accounting = Accounting(ledger)
-        self.stages = Stages(cfg, benchmark, roles, run, events, self.accounting)
+        self.runner = RolloutRunner(cfg, benchmark, roles, run, events, self.accounting)
+        self.reflection = Reflection(
+            cfg,
+            roles,
+            run,
+            events,
+            self.accounting,
+            strategies.analyst,
+            slots=self.runner.slots,
+            caps=self.runner.caps,
+        )
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
         self._splits: dict[str, list[Task]] = {}
         self._rounds_before = 0  # observed rounds of earlier sessions of a resumed run
 
-    def rollouts(self, tasks: list[Task], skill: str, prefix: Path, stage: str, step: int) -> list[Rollout]:
-        return self.stages.rollouts(tasks, skill, prefix, stage, step)
-
     # -- train rollouts -------------------------------------------------------------------------
     def _train_rollouts(self, step: int, batch: list[Task], skill: str) -> list[Rollout]:
         prefix = self.run.step_dir(step) / "rollouts" / "train"
-        return self.stages.rollouts(batch, skill, prefix, "rollout", step, fresh=True)
+        return self.runner.rollouts(batch, skill, prefix, "rollout", step, fresh=True)
 
     def _prefetch(self, plan: Plan, skill: str) -> None:
         if self.ahead is not None:
@@ -104,54 +115,84 @@ class Trainer:
             step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
         )
         train = self.train_batch(state, step, batch)
-        patches = self.stages.reflect(step, state, train, lr)
+        patches = self.reflection.reflect(step, epoch, state, train, lr)
         chosen, max_chars = self.candidates.select(state, step, batch, patches, lr)
         candidate, outcomes, blocked = self.candidates.build(state, step, chosen, max_chars)
-        record = self._validate_and_gate(
-            state, step, candidate, outcomes, plan[index + 1 : index + 2], blocked
-        )
-        state.step = step
-        self.run.append_history(
-            {
-                "step": step,
-                "epoch": epoch,
-                "learning_rate": lr,
-                "train_score": mean_score(train),
-                "dropped": chosen.counts(),
-                **record,
-                "usage": self.accounting.step_usage(),
-            }
-        )
-        self.events.emit(
-            "step_end",
+        started = StepRecord(
             step=step,
             epoch=epoch,
-            action=record["action"],
-            val_score=record["val_score"],
+            learning_rate=lr,
+            train_score=mean_score(train),
+            dropped=chosen.counts(),
+            current_score=state.current_score,
+            edits=[{**o.edit.to_json(), "status": o.status, "reason": o.reason} for o in outcomes],
+            version=None,
+            cached=False,
+            action="skipped",
+            val_score=None,
+            best_score=state.best_score,
+        )
+        record = self._validate_and_gate(
+            state, started, candidate, outcomes, plan[index + 1 : index + 2], blocked
+        )
+        state.step = step
+        record = replace(record, usage=self.accounting.step_usage())
+        self.run.append_history(record.to_json())
+        end = StepEnd(
+            step=step,
+            epoch=epoch,
+            action=record.action,
+            val_score=record.val_score,
             best_score=state.best_score,
             current_score=before,
             edits_applied=sum(1 for o in outcomes if o.status == "applied"),
             usage=self.accounting.usage_so_far(),
         )
+        self.events.emit("step_end", **end.to_json())
 
     def _validate_and_gate(
         self,
         state: TrainState,
-        step: int,
+        started: StepRecord,
         candidate: SkillDoc | PackageDoc,
         outcomes: list[EditOutcome],
         nxt: Plan,
         blocked: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> StepRecord:
+        """Validate the candidate (unless there is nothing to validate), let the gate decide, write
+        gate.json and the new version; the step's record with the decision."""
+        step = started.step
         applied = [o.edit for o in outcomes if o.status == "applied"]
-        edits = [{**o.edit.to_json(), "status": o.status, "reason": o.reason} for o in outcomes]
-        base = {"current_score": state.current_score, "edits": edits, "version": None, "cached": False}
         gate_path = self.run.step_dir(step) / "gate.json"
         if not applied or candidate.text == state.current_text or blocked:
-            gate = gate_record(None, None, state.current_score, self.cfg)
-            why = {"skip_reason": blocked} if blocked else {}
-            self.run.write_json(gate_path, {**gate, **why, **({"reason": blocked} if blocked else {})})
-            return {**base, "action": "skipped", "val_score": None, "best_score": state.best_score, **why}
+            self.run.write_json(
+                gate_path, GateRecord.skipped(state.current_score, self.cfg.optimizer, blocked).to_json()
+            )
+            return replace(started, skip_reason=blocked)
+        val, incumbent = self._validate(state, step, candidate, nxt)
+        decision = judge(self.gate, val, incumbent)
+        score = mean_of(val.results)
+        self.run.write_json(
+            gate_path, GateRecord.of(decision, val, state.current_score, self.cfg.optimizer).to_json()
+        )
+        version = None
+        if decision.accepted:
+            version = self._accept(state, step, candidate.text, score)
+        else:
+            state.reject(applied)
+        return replace(
+            started,
+            action="accepted" if decision.accepted else "rejected",
+            val_score=score,
+            best_score=state.best_score,
+            version=version,
+            cached=val.calls == 0,
+        )
+
+    def _validate(
+        self, state: TrainState, step: int, candidate: SkillDoc | PackageDoc, nxt: Plan
+    ) -> tuple[Validation, dict[str, list[float]]]:
+        """The candidate's validation (racing in waves when configured) and the incumbent's results."""
         incumbent = self.incumbent_results(state)
         known = state.val_results.get(candidate.content_hash, {})
         racing = self.cfg.optimizer.validation == "racing"
@@ -177,34 +218,13 @@ class Trainer:
             before_wave=before_wave,
         )
         state.val_results[candidate.content_hash] = val.results
-        decision = judge(self.gate, val, incumbent)
-        score = mean_of(val.results)
-        self.run.write_json(gate_path, gate_record(decision, val, state.current_score, self.cfg))
-        version = self._record_decision(state, step, candidate.text, score, decision.accepted, applied)
-        action = "accepted" if decision.accepted else "rejected"
-        return {
-            **base,
-            "action": action,
-            "val_score": score,
-            "best_score": state.best_score,
-            "version": version,
-            "cached": val.calls == 0,
-        }
+        return val, incumbent
 
-    def _record_decision(
-        self, state: TrainState, step: int, text: str, score: float, accepted: bool, applied: list[Edit]
-    ) -> str | None:
-        """Update the state for the gate's decision; an accepted candidate becomes a version."""
-        if not accepted:
-            state.rejected += 1
-            state.rejected_edits.extend(applied)
-            return None
-        state.version += 1
+    def _accept(self, state: TrainState, step: int, text: str, score: float) -> str:
+        """The accepted candidate becomes the next version on disk (and the best skill if it is)."""
+        best = state.accept(text, score, step)
         self.run.write_skill(state.version, text)
-        state.current_text, state.current_score = text, score
-        state.accepted += 1
-        if score > state.best_score:
-            state.best_score, state.best_version, state.best_step = score, state.version, step
+        if best:
             self.run.write_skill_at("best_skill", text)
         return version_name(state.version)
 
@@ -216,7 +236,7 @@ class Trainer:
         base = self.run.step_dir(step) / "rollouts"
         folders = [base / (split if u.repeat == 0 else f"{split}-r{u.repeat + 1}") for u in units]
         repeats = [u.repeat for u in units]
-        return self.stages.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
+        return self.runner.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
 
     def full_validation(
         self, step: int, skill: str, stage: str, known: dict[str, list[float]], split: str = "val"
@@ -324,7 +344,7 @@ class Trainer:
             if why is not None:
                 self.events.emit("message", text=f"stopping before step {step}: {why[1]}")
                 return state, why[0], why[1]
-            self.stages.epoch = epoch
+            self.runner.epoch = epoch
             if state.rejected_epoch != epoch:
                 state.rejected_edits, state.rejected_epoch = [], epoch
             self.step(state, plan, index, total_steps)
@@ -358,7 +378,7 @@ class Trainer:
             text = read_skill_at(self.run.path("skills", version_name(version)))
             prefix = Path("test") / version_name(version)
             results[version_name(version)] = mean_score(
-                self.stages.rollouts(tasks, text, prefix, "test", state.step)
+                self.runner.rollouts(tasks, text, prefix, "test", state.step)
             )
         return {
             "baseline": results["v0000"],

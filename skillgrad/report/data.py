@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import UserError
+from skillgrad.loop.records import StepRecord
 from skillgrad.package.folder import load_package
 from skillgrad.values import TraceStep
 
@@ -208,15 +209,16 @@ def _read_set(
 
 
 def _version_at_step(history: list[dict[str, Any]], step: int) -> str | None:
-    for row in history:
-        if row.get("step") == step:
-            return row.get("version")
+    for record in map(StepRecord.from_json, history):
+        if record.step == step:
+            return record.version
     return None
 
 
 def _version_before_step(history: list[dict[str, Any]], step: int) -> str:
     """The skill a step's train rollouts used: the last version accepted before that step."""
-    versions = [r["version"] for r in history if r.get("version") and int(r.get("step", 0)) < step]
+    records = map(StepRecord.from_json, history)
+    versions = [r.version for r in records if r.version and r.step < step]
     return versions[-1] if versions else "v0000"
 
 

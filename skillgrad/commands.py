@@ -18,8 +18,8 @@ from skillgrad.loop.stages import RolloutRunner
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.trainer import Trainer, TrainingFailed
 from skillgrad.resume import check_same_config, load_checkpoint
+from skillgrad.runs import RunFiles
 from skillgrad.wiring import (
-    PAID_JOURNAL,
     build_roles,
     call_cache,
     checked_benchmark,
@@ -70,18 +70,18 @@ def _train(
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
     out = out or default_out(cfg, "train")
-    journal = PaidJournal(out / PAID_JOURNAL)
+    journal = PaidJournal(out / RunFiles.PAID)
     cache = call_cache(cfg, redactor, use_cache)
     roles = build_roles(cfg, cache, redactor, judge=judged, journal=journal, executor=executor)
     if resume:
         check_same_config(out, cfg)
     session = open_session(cfg, out, redactor, resume=resume, journal=journal)
-    with RunLock(out / ".lock"):
+    with RunLock(out / RunFiles.LOCK):
         state = None
         if resume:
             session.run.remove_stale_temp_files()  # left by a SIGKILL; the lock is ours now
             state, session.ledger = load_checkpoint(out, cfg, journal)
-        session.run.write_json("config.json", cfg.portable().to_json())
+        session.run.write_config(cfg.portable().to_json())
         strategies = Strategies.from_config(cfg.optimizer)
         trainer = Trainer(
             cfg, benchmark, roles, session.run, session.events, session.ledger, skill, strategies
@@ -138,14 +138,14 @@ def _evaluate(
     roles = build_roles(cfg, cache, redactor, optimizer=False, judge=judged, executor=executor)
     out = out or default_out(cfg, "eval")
     session = open_session(cfg, out, redactor)
-    with RunLock(out / ".lock"):
-        session.run.write_json("config.json", cfg.portable().to_json())
+    with RunLock(out / RunFiles.LOCK):
+        session.run.write_config(cfg.portable().to_json())
         runner = RolloutRunner(cfg, benchmark, roles, session.run, session.events, Accounting(session.ledger))
         try:
             tasks = benchmark.load(split)  # type: ignore[arg-type]
-            results = runner.rollouts(tasks, skill, Path("rollouts") / split, "eval", 0)
+            results = runner.rollouts(tasks, skill, session.run.eval_dir(split), "eval", 0)
         except FatalBackendError as exc:
-            session.run.write_json("eval.json", {"skill": str(skill_path), "split": split, "error": str(exc)})
+            session.run.write_eval({"skill": str(skill_path), "split": split, "error": str(exc)})
             print(f"skillgrad: error: {exc}", file=sys.stderr)
             return 2
         finally:
@@ -161,7 +161,7 @@ def _evaluate(
         "target_model": roles.agent.model,
         "usage": session.ledger.to_json(),
     }
-    session.run.write_json("eval.json", report)
+    session.run.write_eval(report)
     errors = f", {report['errors']} failed to run" if report["errors"] else ""
     print(
         f"{split}: mean score {report['mean_score']:.3f} over {report['n']} tasks "

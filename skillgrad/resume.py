@@ -10,11 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from skillgrad.atomic import read_jsonl_repairing, write_text_atomic
 from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.config import Config, config_from_data
 from skillgrad.errors import UserError
 from skillgrad.loop.state import TrainState
+from skillgrad.runs import RunDir, RunFiles
 
 REDACTED_SECRET = "**********"  # how pydantic writes a SecretStr into config.json
 # Sections a resume may change: spending caps, experiment tracking, the cache location, and where
@@ -30,7 +30,7 @@ def _drop_redacted(node: Any) -> Any:
 
 
 def _stored(out: Path) -> dict[str, Any]:
-    path = out / "config.json"
+    path = out / RunFiles.CONFIG
     if not path.is_file():
         raise UserError(f"{out}: not a skillgrad run folder (no config.json); check the --resume path")
     try:
@@ -42,7 +42,7 @@ def _stored(out: Path) -> dict[str, Any]:
 
 def stored_config(out: Path, overrides: list[str], **roles: str | None) -> Config:
     """The run's own config (secrets come back from the environment, as they were never stored)."""
-    return config_from_data(_stored(out), str(out / "config.json"), overrides, base_dir=out, **roles)
+    return config_from_data(_stored(out), str(out / RunFiles.CONFIG), overrides, base_dir=out, **roles)
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -79,16 +79,13 @@ def load_checkpoint(
     """The state after the last completed step (None: the baseline never finished) and the
     ledger, with the journal's calls paid since that checkpoint added (see skillgrad.budget);
     history.jsonl is cut back to that step, its torn tail repaired."""
-    path = out / "state.json"
-    if not path.is_file():
+    run = RunDir(out)
+    data = run.read_state()
+    if data is None:
         ledger = Ledger(cfg.budget, journal)
         ledger.recover(0)
         return None, ledger
-    data = json.loads(path.read_text(encoding="utf-8"))
     ledger = Ledger.from_json(data.pop("ledger", {}), cfg.budget, journal)
     state = TrainState.from_json(data)
-    history = out / "history.jsonl"
-    if history.exists():
-        kept = [r for r in read_jsonl_repairing(history) if int(r.get("step", 0)) <= state.step]
-        write_text_atomic(history, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+    run.keep_history_to(state.step)
     return state, ledger

@@ -19,6 +19,7 @@ from skillgrad.loop.events import Observer
 from skillgrad.loop.records import StepEnd
 from skillgrad.progress import usage_by_role
 from skillgrad.redact import Redactor
+from skillgrad.runs import RunFiles
 from skillgrad.values import Usage
 
 if TYPE_CHECKING:
@@ -26,7 +27,13 @@ if TYPE_CHECKING:
 
 EXPERIMENT = "skillgrad"
 PARAM_CHARS = 500  # well under MLflow's param value limit; a long value is a path or a prompt
-ARTIFACT_FILES = ("config.json", "summary.json", "history.jsonl", "best_skill.md", "report.html")
+ARTIFACT_FILES = (
+    RunFiles.CONFIG,
+    RunFiles.SUMMARY,
+    RunFiles.HISTORY,
+    f"{RunFiles.BEST_SKILL}.md",
+    RunFiles.REPORT,
+)
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -116,7 +123,7 @@ class MlflowObserver:
     def _finish(self, fields: dict[str, Any]) -> None:
         if self.run_id is None:
             return
-        summary = _read_json(self.out_dir / "summary.json")
+        summary = _read_json(self.out_dir / RunFiles.SUMMARY)
         test = summary.get("test")
         test = test if isinstance(test, dict) else {}
         step = int(summary.get("steps") or 0)
@@ -138,9 +145,9 @@ class MlflowObserver:
 
     def _artifacts(self) -> None:
         assert self.run_id is not None
-        skills = self.out_dir / "skills"
+        skills = self.out_dir / RunFiles.SKILLS
         if skills.is_dir():
-            self.client.log_artifacts(self.run_id, str(skills), "skills")
+            self.client.log_artifacts(self.run_id, str(skills), RunFiles.SKILLS)
         for name in ARTIFACT_FILES:
             if (self.out_dir / name).is_file():
                 self.client.log_artifact(self.run_id, str(self.out_dir / name))

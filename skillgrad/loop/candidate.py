@@ -55,8 +55,8 @@ class Candidates:
             copies_task=self.task_copies(batch),
         )
         state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)
-        self.run.write_json(
-            self.run.step_dir(step) / "merged_patch.json",
+        self.run.write_merged_patch(
+            step,
             {
                 "step": step,
                 "learning_rate": lr,
@@ -74,11 +74,10 @@ class Candidates:
     ) -> tuple[SkillDoc | PackageDoc, list[EditOutcome], str | None]:
         """The selected edits applied (edit_report.json, candidate_skill), and why the candidate
         cannot be validated (a failed script check, the budget), or None."""
-        folder = self.run.step_dir(step)
         current = open_skill(state.current_text, self.cfg.skill.max_chars)
         candidate, outcomes = current.apply([m.edit for m in chosen.selected], max_chars)
-        self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
-        self.run.write_skill_at(folder / "candidate_skill", candidate.text)
+        self.run.write_edit_report(step, [o.to_json() for o in outcomes])
+        self.run.write_candidate(step, candidate.text)
         blocked = None if candidate.text == state.current_text else self.checks.problem(candidate.text)
         if blocked:
             self.events.emit("message", text=f"step {step}: candidate skipped: {blocked}")

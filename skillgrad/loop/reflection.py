@@ -106,7 +106,7 @@ class Reflection:
         """One analyst call; a failed one is recorded and returned (the others may still answer),
         except a refused key or quota, which stops the run."""
         name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "")
-        record_path = self.run.step_dir(step) / "reflections" / f"{name}.json"
+        record_path = self.run.reflection_path(step, name)
         with self.slots:
             self.accounting.reserve()
             inputs = self._inputs(skill, minibatch, rejected, lr)

@@ -16,7 +16,6 @@ import math
 import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from skillgrad.benchmarks.base import Benchmark
@@ -38,7 +37,6 @@ from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.validate import Validation, ValUnit, validate
 from skillgrad.loop.verdict import judge
 from skillgrad.package.doc import PackageDoc
-from skillgrad.package.folder import read_skill_at
 from skillgrad.runs import RunDir
 from skillgrad.skill import EditOutcome, SkillDoc
 from skillgrad.values import Rollout, Task
@@ -88,7 +86,7 @@ class Trainer:
 
     # -- train rollouts -------------------------------------------------------------------------
     def _train_rollouts(self, step: int, batch: list[Task], skill: str) -> list[Rollout]:
-        prefix = self.run.step_dir(step) / "rollouts" / "train"
+        prefix = self.run.rollouts_dir(step, "train")
         return self.runner.rollouts(batch, skill, prefix, "rollout", step, fresh=True)
 
     def _prefetch(self, plan: Plan, skill: str) -> None:
@@ -163,18 +161,15 @@ class Trainer:
         gate.json and the new version; the step's record with the decision."""
         step = started.step
         applied = [o.edit for o in outcomes if o.status == "applied"]
-        gate_path = self.run.step_dir(step) / "gate.json"
         if not applied or candidate.text == state.current_text or blocked:
-            self.run.write_json(
-                gate_path, GateRecord.skipped(state.current_score, self.cfg.optimizer, blocked).to_json()
-            )
+            skipped = GateRecord.skipped(state.current_score, self.cfg.optimizer, blocked)
+            self.run.write_gate(step, skipped.to_json())
             return replace(started, skip_reason=blocked)
         val, incumbent = self._validate(state, step, candidate, nxt)
         decision = judge(self.gate, val, incumbent)
         score = mean_of(val.results)
-        self.run.write_json(
-            gate_path, GateRecord.of(decision, val, state.current_score, self.cfg.optimizer).to_json()
-        )
+        gate = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer)
+        self.run.write_gate(step, gate.to_json())
         version = None
         if decision.accepted:
             version = self._accept(state, step, candidate.text, score)
@@ -225,7 +220,7 @@ class Trainer:
         best = state.accept(text, score, step)
         self.run.write_skill(state.version, text)
         if best:
-            self.run.write_skill_at("best_skill", text)
+            self.run.write_best_skill(text)
         return version_name(state.version)
 
     # -- validation -----------------------------------------------------------------------------
@@ -233,8 +228,9 @@ class Trainer:
         self, step: int, skill: str, stage: str, units: list[ValUnit], split: str = "val"
     ) -> list[Rollout]:
         """Val rollouts under `rollouts/<split>`; repeat r > 0 of a task under `<split>-r{r+1}`."""
-        base = self.run.step_dir(step) / "rollouts"
-        folders = [base / (split if u.repeat == 0 else f"{split}-r{u.repeat + 1}") for u in units]
+        folders = [
+            self.run.rollouts_dir(step, split if u.repeat == 0 else f"{split}-r{u.repeat + 1}") for u in units
+        ]
         repeats = [u.repeat for u in units]
         return self.runner.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
 
@@ -354,7 +350,7 @@ class Trainer:
     def baseline(self) -> TrainState:
         text = self.initial_skill
         self.run.write_skill(0, text)
-        self.run.write_skill_at("best_skill", text)
+        self.run.write_best_skill(text)
         val = self.full_validation(0, text, "baseline", {})
         score = mean_of(val.results)
         state = TrainState(current_text=text, current_score=score, baseline_score=score, best_score=score)
@@ -368,15 +364,15 @@ class Trainer:
     def checkpoint(self, state: TrainState) -> None:
         """The resume point: written only after a unit of work is complete on disk."""
         state.rounds = self.rounds()
-        self.run.write_json("state.json", {**state.to_json(), "ledger": self.ledger.to_json()})
+        self.run.write_state({**state.to_json(), "ledger": self.ledger.to_json()})
 
     def final_test(self, state: TrainState) -> dict[str, Any]:
         tasks = self.benchmark_split("test")
         results: dict[str, Any] = {}
         versions = sorted({0, state.best_version})
         for version in versions:
-            text = read_skill_at(self.run.path("skills", version_name(version)))
-            prefix = Path("test") / version_name(version)
+            text = self.run.read_skill(version)
+            prefix = self.run.test_dir(version)
             results[version_name(version)] = mean_score(
                 self.runner.rollouts(tasks, text, prefix, "test", state.step)
             )
@@ -410,7 +406,7 @@ class Trainer:
         }
         if error:
             summary["error"] = error
-        self.run.write_json("summary.json", summary)
+        self.run.write_summary(summary)
         return summary
 
 

@@ -178,7 +178,7 @@ def create_chat(cfg: Config, role: Role) -> AnthropicChat:
         base_url=m.base_url_for(role),
         api_key=_api_key(cfg, role),
         key_name=key_source(cfg, role, "ANTHROPIC_API_KEY"),
-        max_output_tokens=m.max_output_tokens,
+        max_output_tokens=m.max_output_tokens_for(role),
         timeout_s=m.timeout_s,
         max_retries=m.max_retries,
         json_retries=m.json_retries,

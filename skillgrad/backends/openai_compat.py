@@ -161,7 +161,7 @@ def create_chat(cfg: Config, role: Role) -> OpenAIChat:
         api_key=_api_key(cfg, role),
         key_name=key_source(cfg, role, "OPENAI_API_KEY"),
         temperature=m.temperature,
-        max_output_tokens=m.max_output_tokens,
+        max_output_tokens=m.max_output_tokens_for(role),
         timeout_s=m.timeout_s,
         max_retries=m.max_retries,
         json_retries=m.json_retries,

@@ -44,6 +44,8 @@ class TrainState:
             "steps": self.step,
             "accepted": self.accepted,
             "rejected": self.rejected,
+            # a step is accepted, rejected, or skipped (no edit applied: nothing to validate)
+            "skipped": max(0, self.step - self.accepted - self.rejected),
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -65,11 +65,11 @@ def time_pull() -> float:
 
 def runtime_speed(config: Path, overrides: list[str]) -> dict[str, Any]:
     """Tokens/s of the local model as used by each role: plain chat and schema-constrained."""
-    from skillgrad.backends.base import Message
     from skillgrad.backends.local import LocalChat
     from skillgrad.backends.registry import make_chat
     from skillgrad.config import load_config
     from skillgrad.loop.reflect import patch_schema
+    from skillgrad.values import Message
 
     cfg = load_config(config, [NO_CACHE, *overrides])
     target, optimizer = make_chat(cfg, "target"), make_chat(cfg, "optimizer")

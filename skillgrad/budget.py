@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.atomic import append_jsonl, read_jsonl_repairing
-from skillgrad.backends.base import Usage
 from skillgrad.config import BudgetConfig
+from skillgrad.values import Usage
 
 RECOVERED_STAGE = "before_crash"
 

@@ -15,11 +15,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from skillgrad.errors import UserError
+from skillgrad.values import Effort
 
 BackendName = Literal["openai_chat", "anthropic_chat", "claude_code_exec", "codex_exec", "local"]
 BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
 DEFAULT_BACKEND: BackendName = "local"
-Effort = Literal["low", "medium", "high"]
 Schedule = Literal["constant", "linear", "cosine"]
 
 
@@ -43,6 +43,13 @@ class SkillConfig(_Section):
     # The skill's name (Claude Code: .claude/skills/<name>/SKILL.md): Claude Code accepts only
     # lowercase letters, digits and hyphens, so anything else would fail every task at run time.
     name: str = Field("task-skill", pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
+    # The whole skill's size budget in characters (a package: all its text files), stated in the
+    # analyst's prompt; an edit or candidate past it is skipped. None: no budget.
+    max_chars: int | None = Field(None, ge=200)
+    # A package's files the analyst sees in full (SKILL.md, then those the failing tasks read),
+    # in characters; the rest are listed with their size and first lines.
+    prompt_chars: int = Field(12000, ge=1000)
+    self_test_timeout_s: float = Field(60.0, gt=0)  # a package's front-matter `self_test` command
 
 
 class ModelConfig(_Section):
@@ -166,6 +173,8 @@ class OptimizerConfig(_Section):
     proposals_per_minibatch: int = Field(1, ge=1, le=16)  # analyst replies per minibatch (support counts)
     proposal_temperature: float = Field(0.8, ge=0.0, le=2.0)  # sampling of the proposals after the first
     max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
+    allow_task_text: bool = False  # keep edits that copy a task's question, context or answer
+    task_text_ngram: int = Field(10, ge=3)  # shared consecutive words that make an edit a copy
 
 
 class BudgetConfig(_Section):

@@ -19,8 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from rich.text import Text
 
-from skillgrad.backends.base import Usage
 from skillgrad.loop.events import Observer
+from skillgrad.values import Usage
 
 # ---------------------------------------------------------------------------------------------
 # formatting shared by every observer

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.base import Usage
 from skillgrad.errors import UserError
 from skillgrad.loop.events import Observer
 from skillgrad.progress import usage_by_role
 from skillgrad.redact import Redactor
+from skillgrad.values import Usage
 
 if TYPE_CHECKING:
     from skillgrad.config import Config

@@ -21,7 +21,6 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
 from skillgrad.backends.common import (
     describe_sdk_error,
     fatal_sdk_error,
@@ -34,6 +33,7 @@ from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError
 from skillgrad.lazy import lazy_import
+from skillgrad.values import Effort, Message, Reply, Role, Usage
 
 if TYPE_CHECKING:
     import anthropic

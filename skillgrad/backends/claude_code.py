@@ -37,17 +37,15 @@ import anyio
 import claude_agent_sdk as sdk
 
 from skillgrad.backends import workspace as workspace_files
-from skillgrad.backends.base import AgentResult, Effort, Message, Reply, Role, Usage
 from skillgrad.backends.common import fatal_error, is_fatal_status, key_source, split_messages
 from skillgrad.backends.containment import ContainedCli
 from skillgrad.backends.structured import complete_structured
-from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config
 from skillgrad.errors import BackendError
 from skillgrad.templates import render
 from skillgrad.traces.claude import ParsedSession, steps_from_events
 from skillgrad.traces.claude_sdk import sdk_message_to_event
-from skillgrad.traces.steps import TraceStep
+from skillgrad.values import AgentResult, Effort, Message, Reply, Role, Task, TraceStep, Usage
 
 BACKEND = "claude_code_exec"
 DEFAULT_MODEL = "claude-code-default"  # shown when the CLI picks its own default model

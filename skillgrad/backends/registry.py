@@ -17,9 +17,10 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-from skillgrad.backends.base import Agent, ChatModel, Role
+from skillgrad.backends.base import Agent, ChatModel
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.values import Role
 
 
 @dataclass(frozen=True)

@@ -29,15 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillgrad.benchmarks.base import Score, Split, Task
 from skillgrad.benchmarks.qa import make_task, require_data
 from skillgrad.benchmarks.sandbox import RunResult, Sandbox
 from skillgrad.benchmarks.splits import parse_options, split_pool
 from skillgrad.config import BenchmarkConfig, Config
 from skillgrad.errors import UserError
+from skillgrad.values import Score, Split, Task
 
 if TYPE_CHECKING:
-    from skillgrad.backends.base import AgentResult
+    from skillgrad.values import AgentResult
 
 VERDICT_PLUGIN_DIR = Path(__file__).with_name("pytest_judge")  # holds only skillgrad_verdict.py
 MAX_SOLUTION_BYTES = 4 * 1024 * 1024

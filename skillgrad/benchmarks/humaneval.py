@@ -26,12 +26,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillgrad.benchmarks.base import Score, Task
 from skillgrad.benchmarks.qa import PoolBenchmark, TaskScorer, make_task
 from skillgrad.benchmarks.sandbox import RunResult, Sandbox
 from skillgrad.benchmarks.splits import iter_jsonl, parse_options, row_id, text_field
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.values import Score, Task
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 

@@ -26,6 +26,7 @@ BUILTINS: dict[str, str] = {
     "housestyle": "skillgrad.benchmarks.housestyle",
     "housefacts": "skillgrad.benchmarks.housefacts",
     "harvested": "skillgrad.benchmarks.harvested",
+    "housecli": "skillgrad.benchmarks.housecli",
 }
 
 

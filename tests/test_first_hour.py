@@ -99,7 +99,7 @@ def test_final_line_and_summary_count_skipped_steps(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     summary = _read(out / "summary.json")
     assert summary["steps"] == 4 and summary["skipped"] == 4
-    assert "(0 accepted, 0 rejected, 4 skipped" in proc.stdout.splitlines()[-1]
+    assert "(0 accepted, 0 rejected, 4 skipped" in proc.stdout.splitlines()[-2]
 
 
 def test_progress_lines_say_what_each_step_cost_and_the_running_total(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_a_second_run_into_the_same_out_gets_a_fresh_numbered_folder(tmp_path: P
     assert f"{out} holds an earlier run" in proc.stdout and f"writes to {second}" in proc.stdout
     assert (second / "summary.json").is_file() and (tmp_path / "run-3" / "summary.json").is_file()
     assert artifacts(out) == first  # the earlier run is untouched
-    assert str(second / "best_skill.md") in proc.stdout.splitlines()[-1]
+    assert str(second / "best_skill.md") in proc.stdout.splitlines()[-2]
 
 
 def _set(key: str, tasks: list[tuple[str, str, float]]) -> RolloutSet:

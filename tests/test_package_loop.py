@@ -199,3 +199,11 @@ def test_report_diffs_a_package_file_by_file() -> None:
         ("v0000", package().chars(), 3),
         ("v0001", package().chars() + 34, 4),
     ]
+
+
+def test_compare_page_text_of_a_package_holds_every_text_file() -> None:
+    from skillgrad.report.package_diff import one_text
+
+    text = one_text(package(**{"scripts/x.sh": "echo x\n"}).encode())
+    assert text.index("## File: SKILL.md") < text.index("## File: references/flags.md") < text.index("echo x")
+    assert one_text("# single\n") == "# single\n"

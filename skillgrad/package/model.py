@@ -97,3 +97,9 @@ def as_package(text: str) -> SkillPackage | None:
 
 def top_level(path: str) -> str:
     return PurePosixPath(path).parts[0]
+
+
+def skill_chars(text: str) -> int:
+    """A skill's size: a package's text files together, a single file its length."""
+    package = as_package(text)
+    return len(text) if package is None else package.chars()

@@ -121,3 +121,5 @@ def test_a_candidate_whose_script_does_not_compile_is_skipped_with_the_reason(tm
     assert len(validations) == 4 + 4 + 2  # baseline, train batch, test of v0000: the candidate never ran
     assert not (out / "steps" / "0001" / "rollouts" / "val").exists()
     assert (out / "steps" / "0001" / "candidate_skill" / "scripts" / "fmt.py").is_file()
+    assert skillgrad("report", str(out)).returncode == 0
+    assert "— scripts/fmt.py does not compile: line 1: invalid syntax" in (out / "report.html").read_text()

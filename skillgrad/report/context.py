@@ -89,6 +89,7 @@ class StepRow:
     train_score: float | None
     usage: Bucket
     dropped: dict[str, int]  # proposed edits dropped before selection, by reason
+    skip_reason: str | None = None  # why the candidate was not validated (a failed check)
 
 
 def _dropped(row: dict[str, Any]) -> dict[str, int]:
@@ -117,6 +118,7 @@ def step_rows(run: Run) -> list[StepRow]:
                 _num(h.get("train_score")),
                 ledger.step_usage(h),
                 _dropped(h),
+                str(h["skip_reason"]) if h.get("skip_reason") else None,
             )
         )
     return rows

@@ -191,6 +191,9 @@ def test_package_trains_with_claude_code_resumes_after_a_kill_and_reports_per_fi
         and '<file path="references/cli.md">' in analyst.user_text()
     )
     assert "within 4000 chars" in analyst.user_text()
+    assert (
+        '| SKILL.md | 411 chars | "# House shipping quotes" |' in analyst.user_text()
+    )  # past the front matter
     # the report shows the change per file, and the size of each version
     proc = subprocess.run(
         [sys.executable, "-m", "skillgrad.cli", "report", str(out)],

@@ -36,7 +36,12 @@ def touched_files(package: SkillPackage, rollouts: Sequence[Rollout]) -> list[st
 
 
 def _first_line(text: str) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    """The first line that says something: past a front-matter block and blank lines."""
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        end = next((i for i, ln in enumerate(lines[1:], 1) if ln.strip() == "---"), 0)
+        lines = lines[end + 1 :]
+    line = next((ln.strip() for ln in lines if ln.strip()), "")
     return line if len(line) <= FIRST_LINE_CHARS else line[: FIRST_LINE_CHARS - 3] + "..."
 
 

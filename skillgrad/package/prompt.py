@@ -48,13 +48,12 @@ def _first_line(text: str) -> str:
 def package_view(
     package: SkillPackage, rollouts: Sequence[Rollout], prompt_chars: int, budget: int | None
 ) -> str:
-    rows, sizes = [], {}
+    rows = []
     for path in package.paths():
         text = package.files.get(path)
         size = f"{len(text)} chars" if text is not None else f"{len(package.binary[path])} bytes, binary"
         first = json.dumps(_first_line(text), ensure_ascii=False) if text is not None else "(not editable)"
         rows.append(f"| {path} | {size} | {first} |")
-        sizes[path] = len(text or "")
     shown, left = [], prompt_chars
     for path in [SKILL_FILE, *touched_files(package, rollouts)]:
         block = render(PROMPTS, "analyst_package_file", path=path, text=package.files[path].strip())

@@ -55,7 +55,7 @@ def time_install() -> float:
 
 
 def time_pull() -> float:
-    from skillgrad.models import pull_default_model
+    from skillgrad.backends.local_models import pull_default_model
 
     with tempfile.TemporaryDirectory(prefix="sg-models-") as tmp:
         start = time.perf_counter()

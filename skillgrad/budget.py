@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.atomic import append_jsonl, read_jsonl_repairing
-from skillgrad.backends.registry import spec_for
+from skillgrad.backend_specs import spec_for
 from skillgrad.config import BudgetConfig, Config
 from skillgrad.values import Usage
 
@@ -244,7 +244,6 @@ class Ledger:
 CHARS_PER_TOKEN = 4  # rough for English text and code with common BPE tokenizers
 PROMPT_OVERHEAD_TOKENS = 200  # templates around the skill / task (system prompt, instructions)
 ANSWER_TOKENS = 256  # a target's typical answer
-AGENT_TURNS = 8  # agent harnesses: model turns per task; each turn re-reads the context
 ANALYST_FEEDBACK_CHARS = 600  # per task in an analyst prompt: answer, expected, score feedback
 
 
@@ -285,18 +284,17 @@ def estimate(
     reflect call per minibatch, and a validation of the candidate (n_val rollouts, at most: a step
     with no edits skips it); epochs * ceil(n_train / batch_size) steps; if n_test, the baseline and
     the best skill on test. A target "call" is one rollout (an agent harness makes several model
-    turns inside it: `agent_turns`, default AGENT_TURNS for an agent harness, else 1).
+    turns inside it: `agent_turns`, default the target backend spec's `turns_per_task`).
     Tokens: chars / CHARS_PER_TOKEN of the skill (`skill_chars`, taken as constant) and the average
     task (`task_chars`, context included) plus PROMPT_OVERHEAD_TOKENS; answers ANSWER_TOKENS, an
     analyst reply model.max_output_tokens; an analyst prompt carries, per task, the task,
     ANALYST_FEEDBACK_CHARS of answer and feedback, and the trace views (trace.total_chars each, at
-    most trace.prompt_chars together) when the target is an agent harness whose traces go to the
-    optimizer (model.trace_to_optimizer). No dollar figure: prices are the provider's and change;
-    multiply the token counts by your price.
+    most trace.prompt_chars together) when the analyst sees the target's traces
+    (`ModelConfig.analyst_sees_traces`, the trainer's decision too). No dollar figure: prices are
+    the provider's and change; multiply the token counts by your price.
     """
     train, model = cfg.train, cfg.model
-    harness = spec_for(model.backend_for("target")).harness
-    turns = agent_turns if agent_turns is not None else (AGENT_TURNS if harness else 1)
+    turns = agent_turns if agent_turns is not None else spec_for(model.backend_for("target")).turns_per_task
     rollout_in = turns * (PROMPT_OVERHEAD_TOKENS + _tokens(skill_chars + task_chars))
     rollout_out = turns * ANSWER_TOKENS
     batches = _batches(n_train, train.batch_size) if n_train else []
@@ -304,7 +302,7 @@ def estimate(
     reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
     tasks_per_prompt = min(train.minibatch_size, train.batch_size)
     trace_chars = 0
-    if harness and model.traces_to_optimizer(model.backend_for("target")):
+    if model.analyst_sees_traces():
         trace_chars = min(tasks_per_prompt * cfg.trace.total_chars, cfg.trace.prompt_chars)
     reflect_in = PROMPT_OVERHEAD_TOKENS + _tokens(
         skill_chars + tasks_per_prompt * (task_chars + ANALYST_FEEDBACK_CHARS) + trace_chars

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from skillgrad import __version__
-from skillgrad.config import BACKEND_NAMES, Config, load_config
+from skillgrad.backend_specs import backend_names
+from skillgrad.config import Config, load_config
 from skillgrad.errors import UserError
 
 
@@ -34,7 +35,7 @@ def _role_flags(parser: argparse.ArgumentParser) -> None:
             dest=dest,
             metavar="NAME",
             help=f"backend for {'both roles' if flag == 'backend' else flag.split('-')[0]} "
-            f"({' | '.join(BACKEND_NAMES)})",
+            f"({' | '.join(backend_names())})",
         )
 
 
@@ -299,7 +300,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from skillgrad.models import default_model_path, pull_default_model
+    from skillgrad.backends.local_models import default_model_path, pull_default_model
 
     print(pull_default_model() if args.action == "pull" else default_model_path())
     return 0

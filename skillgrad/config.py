@@ -9,17 +9,28 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, ValidationError
+from pydantic_core import PydanticCustomError
 
+from skillgrad.backend_specs import BACKENDS, DEFAULT_BACKEND, backend_names, spec_for
 from skillgrad.errors import UserError
 from skillgrad.values import Effort
 
-BackendName = Literal["openai_chat", "anthropic_chat", "claude_code_exec", "codex_exec", "local"]
-BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
-DEFAULT_BACKEND: BackendName = "local"
+
+def _registered_backend(value: Any) -> str:
+    """A backend name from the registry (read at validation time), else the error a Literal of
+    the names would give."""
+    if isinstance(value, str) and value in BACKENDS:
+        return value
+    names = [repr(n) for n in backend_names()]
+    expected = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
+    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+
+BackendName = Annotated[str, PlainValidator(_registered_backend)]
 Schedule = Literal["constant", "linear", "cosine"]
 
 
@@ -96,10 +107,15 @@ class ModelConfig(_Section):
         return value or self.backend
 
     def traces_to_optimizer(self, backend: str) -> bool:
-        """Whether the analyst reads the trace steps of a harness target on `backend`."""
-        if backend == "claude_code_exec":
-            return self.trace_to_optimizer and self.claude_trace_to_optimizer
-        return self.trace_to_optimizer
+        """Whether the analyst reads the trace steps of a target on `backend`: a harness that
+        emits traces, with model.trace_to_optimizer and the backend's own switch (if any) on."""
+        spec = spec_for(backend)
+        switch = getattr(self, spec.trace_switch) if spec.trace_switch else True
+        return spec.harness and self.trace_to_optimizer and bool(switch)
+
+    def analyst_sees_traces(self) -> bool:
+        """The one decision, for trainer and estimate alike: the analyst reads the target's traces."""
+        return self.traces_to_optimizer(self.backend_for("target"))
 
     def model_for(self, role: str) -> str | None:
         return self.optimizer_model if role == "optimizer" else self.target_model
@@ -301,13 +317,15 @@ def resolve_roles(
         ("--optimizer-backend", optimizer_backend),
         ("--target-backend", target_backend),
     ):
-        if value is not None and value not in BACKEND_NAMES:
-            raise UserError(f"{name} {value!r}: unknown backend; allowed values: {', '.join(BACKEND_NAMES)}")
+        if value is not None and value not in BACKENDS:
+            raise UserError(
+                f"{name} {value!r}: unknown backend; allowed values: {', '.join(backend_names())}"
+            )
     fallback = backend or cfg.model.backend
-    cfg.model.optimizer_backend = optimizer_backend or cfg.model.optimizer_backend or fallback  # type: ignore[assignment]
-    cfg.model.target_backend = target_backend or cfg.model.target_backend or fallback  # type: ignore[assignment]
+    cfg.model.optimizer_backend = optimizer_backend or cfg.model.optimizer_backend or fallback
+    cfg.model.target_backend = target_backend or cfg.model.target_backend or fallback
     if backend:
-        cfg.model.backend = backend  # type: ignore[assignment]
+        cfg.model.backend = backend
 
 
 def load_config(

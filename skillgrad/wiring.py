@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgrad.backend_specs import spec_for
 from skillgrad.backends.base import ChatModel
-from skillgrad.backends.registry import Backends, spec_for
+from skillgrad.backends.registry import Backends
 from skillgrad.benchmarks.base import Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.budget import Ledger, PaidJournal
@@ -140,9 +141,8 @@ def build_roles(
         **sampling,
         "base_url": m.base_url_for("target"),
         "effort": m.effort_for("target"),
+        **target.cache_settings(cfg),
     }
-    if target.harness:
-        settings.update(target.load().cache_settings(cfg))
     agent = CachedAgent(
         (executor or ThreadExecutor()).agent(backends.agent()),
         cache,

@@ -8,21 +8,29 @@ Error contract (both protocols):
 - `Agent.run` never raises for one task's failure (a crash, timeout, refusal or bad reply of the
   harness): it returns an `AgentResult` with `is_error=True` and `error` set, so the task scores 0
   and the run goes on. It raises only for programming errors.
+
+A backend module implements `ChatBackend` (a chat model) or `HarnessBackend` (an agent harness);
+its `BackendSpec` line in `skillgrad.backend_specs` says which, and the registry checks it on load.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 # The value types the protocols exchange, re-exported for backend authors (defined in values).
 from skillgrad.values import AgentResult, Effort, Message, Reply, Role, Task, Usage
 
+if TYPE_CHECKING:
+    from skillgrad.config import Config
+
 __all__ = [
     "Agent",
     "AgentResult",
+    "ChatBackend",
     "ChatModel",
     "Effort",
+    "HarnessBackend",
     "Message",
     "Reply",
     "ResamplingAgent",
@@ -64,3 +72,30 @@ class ResamplingAgent(Agent, Protocol):
     salt: str
 
     def with_salt(self, salt: str) -> ResamplingAgent: ...
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """A backend module serving chat models (the optimizer role; a target through `ChatAgent`).
+
+    Error contract: `availability` never raises and makes no network call; it returns (False,
+    reason) when the backend cannot work here (no CLI, no credentials, a bad model file). A missing
+    vendor package is the module's own ImportError, which the registry turns into a pip hint, so a
+    vendor SDK is imported lazily or at the module's top, never elsewhere. `new_run_state()`
+    returns one object per run (None when the backend keeps none), handed to each factory call of
+    that run, so both roles can share what is expensive (a loaded model) without global state.
+    The factories raise `UserError` for settings the user can fix."""
+
+    def availability(self, cfg: Config) -> tuple[bool, str]: ...
+
+    def new_run_state(self) -> Any: ...
+
+    def create_chat(self, cfg: Config, role: Role, state: Any = None) -> ChatModel: ...
+
+
+@runtime_checkable
+class HarnessBackend(ChatBackend, Protocol):
+    """A backend module that is also an agent harness: it runs a task in a workspace with tools
+    and returns its session as trace steps (see `Agent`)."""
+
+    def create_agent(self, cfg: Config, state: Any = None) -> Agent: ...

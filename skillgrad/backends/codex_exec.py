@@ -281,20 +281,13 @@ class CodexChat:
         )
 
 
-def cache_settings(cfg: Config) -> dict[str, Any]:
-    """What shapes a target rollout besides the task and skill (part of the call-cache key)."""
-    m = cfg.model
-    return {
-        "sandbox": m.codex_sandbox,
-        "approval_policy": m.codex_approval_policy,
-        "max_turns": m.codex_max_turns,
-        "skill_name": cfg.skill.name,
-    }
+def new_run_state() -> None:
+    """No per-run state: each session starts its own CLI process."""
 
 
-def create_chat(cfg: Config, role: Role) -> CodexChat:
+def create_chat(cfg: Config, role: Role, state: None = None) -> CodexChat:
     return CodexChat(cfg, role)
 
 
-def create_agent(cfg: Config) -> CodexAgent:
+def create_agent(cfg: Config, state: None = None) -> CodexAgent:
     return CodexAgent(cfg)

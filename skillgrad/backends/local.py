@@ -28,11 +28,17 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skillgrad.backends.local_models import (
+    DEFAULT_CACHE_DIR,
+    check_fits_memory,
+    check_gguf,
+    hub_parts,
+    resolve_model_value,
+)
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, UserError
 from skillgrad.lazy import lazy_import
-from skillgrad.models import DEFAULT_CACHE_DIR, check_fits_memory, check_gguf, hub_parts, resolve_model_value
 from skillgrad.values import Effort, Message, Reply, Role, Usage
 
 if TYPE_CHECKING:

@@ -68,7 +68,7 @@ class Stages:
         self.accounting = accounting
         self.caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
         # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not to.
-        self.include_traces = roles.harness and cfg.model.traces_to_optimizer(cfg.model.backend_for("target"))
+        self.include_traces = cfg.model.analyst_sees_traces()
         self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
         self.analyst = ANALYSTS[cfg.optimizer.edit_mode]
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)

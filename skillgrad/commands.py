@@ -14,6 +14,8 @@ from skillgrad.errors import FatalBackendError
 from skillgrad.executors.base import Executor, open_executor
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.trainer import Trainer, TrainingFailed
+from skillgrad.package.folder import best_skill_path
+from skillgrad.package.model import skill_chars
 from skillgrad.resume import check_same_config, load_checkpoint
 from skillgrad.wiring import (
     PAID_JOURNAL,
@@ -41,8 +43,8 @@ def _splits(cfg: Config) -> tuple[str, ...]:
 def print_estimate(cfg: Config) -> int:
     benchmark = checked_benchmark(cfg, _splits(cfg))
     sizes = {split: len(benchmark.load(split)) for split in _splits(cfg)}  # type: ignore[arg-type]
-    skill_chars = len(initial_skill(cfg)) or 500
-    projection = estimate(cfg, sizes["train"], sizes["val"], sizes.get("test", 0), skill_chars=skill_chars)
+    chars = skill_chars(initial_skill(cfg)) or 500
+    projection = estimate(cfg, sizes["train"], sizes["val"], sizes.get("test", 0), skill_chars=chars)
     print(json.dumps(projection, indent=2))
     return 0
 
@@ -103,7 +105,7 @@ def _train(
     print(
         f"val {summary['baseline_val_score']:.3f} -> {summary['best_val_score']:.3f} "
         f"({summary['accepted']} accepted, {summary['rejected']} rejected{test_line}); "
-        f"stopped: {summary['stopped']}; best skill: {out / 'best_skill.md'}"
+        f"stopped: {summary['stopped']}; best skill: {best_skill_path(out)}"
     )
     return 0
 

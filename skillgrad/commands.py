@@ -15,6 +15,7 @@ from skillgrad.errors import FatalBackendError
 from skillgrad.executors.base import Executor, open_executor
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.trainer import Trainer, TrainingFailed
+from skillgrad.package.folder import best_skill_path
 from skillgrad.resume import check_same_config, earlier_sessions, finished_summary, load_checkpoint
 from skillgrad.runs import RunDir
 from skillgrad.wiring import (
@@ -56,7 +57,7 @@ def final_line(summary: dict[str, Any], out: Path) -> str:
     return (
         f"val {summary['baseline_val_score']:.3f} -> {summary['best_val_score']:.3f} "
         f"({summary['accepted']} accepted, {summary['rejected']} rejected, {skipped} skipped{test_line}); "
-        f"stopped: {summary['stopped']}; best skill: {out / 'best_skill.md'}"
+        f"stopped: {summary['stopped']}; best skill: {best_skill_path(out)}"
     )
 
 

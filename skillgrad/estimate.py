@@ -26,6 +26,7 @@ from skillgrad.config import BudgetConfig, Config
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages
 from skillgrad.loop.rewrite import rewrite_messages
 from skillgrad.loop.rollout import Rollout
+from skillgrad.package.model import skill_chars
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
 
@@ -69,7 +70,7 @@ def _batches(n_train: int, batch: int) -> list[int]:
 
 def target_prompt_chars(skill: str, tasks: list[Task]) -> float:
     """Mean characters of the target's prompt (system + task) over `tasks`, as rendered."""
-    system = len(render("skillgrad.backends", "chat_target_system", skill=skill.strip() or "(empty)"))
+    system = len(render("skillgrad.backends", "chat_target_system", skill="")) + skill_chars(skill)
     return system + sum(len(task_prompt(t)) for t in tasks) / max(1, len(tasks))
 
 
@@ -115,7 +116,7 @@ def estimate(
     reflect_in += 2 * a.message_overhead_tokens
     edits = max(opt.learning_rate, opt.max_proposed_edits)
     if opt.edit_mode == "rewrite":  # the whole skill comes back, some lines changed
-        reply_chars = len(skill) + half_grown + edits * a.rule_chars
+        reply_chars = skill_chars(skill) + half_grown + edits * a.rule_chars
     else:
         reply_chars = edits * a.edit_chars
     reflect_out = min(model.max_output_tokens_for("optimizer"), _tokens(reply_chars, a))
@@ -150,7 +151,7 @@ def estimate(
         "total": total,
         "measured": {
             "tasks": {"train": n_train, "val": n_val, "test": n_test},
-            "initial_skill_chars": len(skill),
+            "initial_skill_chars": skill_chars(skill),
             "target_prompt_chars": round(target_prompt_chars(skill, all_tasks)),
             "analyst_prompt_chars": analyst_prompt_chars(cfg, skill, sample, a, trace_chars),
         },

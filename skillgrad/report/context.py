@@ -11,7 +11,7 @@ from skillgrad.report import usage as ledger
 from skillgrad.report.chart import bar_chart, score_chart
 from skillgrad.report.data import RolloutSet, Run, TaskRollout
 from skillgrad.report.diff import SkillDiff, skill_diff
-from skillgrad.report.package_diff import version_diffs, version_sizes
+from skillgrad.report.package_diff import one_text, version_diffs, version_sizes
 
 
 def _num(value: Any) -> float | None:
@@ -89,6 +89,7 @@ class StepRow:
     train_score: float | None
     usage: Bucket
     dropped: dict[str, int]  # proposed edits dropped before selection, by reason
+    skip_reason: str | None = None  # why the candidate was not validated (a failed check)
 
 
 def _dropped(row: dict[str, Any]) -> dict[str, int]:
@@ -117,6 +118,7 @@ def step_rows(run: Run) -> list[StepRow]:
                 _num(h.get("train_score")),
                 ledger.step_usage(h),
                 _dropped(h),
+                str(h["skip_reason"]) if h.get("skip_reason") else None,
             )
         )
     return rows
@@ -357,8 +359,8 @@ def compare_context(a: Run, b: Run) -> dict[str, Any]:
         ("test · baseline", test_scores(a)[0], test_scores(b)[0]),
         ("test · best", test_scores(a)[1], test_scores(b)[1]),
     ]
-    a_best = a.best_skill or a.skills.get(best_version(a) or "", "")
-    b_best = b.best_skill or b.skills.get(best_version(b) or "", "")
+    a_best = one_text(a.best_skill or a.skills.get(best_version(a) or "", ""))
+    b_best = one_text(b.best_skill or b.skills.get(best_version(b) or "", ""))
     return {
         "a": a,
         "b": b,

@@ -36,7 +36,7 @@ def test_package_trains_on_a_chat_target(tmp_path: Path) -> None:
         cfg = write_config(tmp_path, server)
         sets = [
             "--set",
-            "skill.init=skill",
+            f"skill.init={skill}",
             "--set",
             "optimizer.task_text_ngram=5",
             "--set",
@@ -111,7 +111,7 @@ def test_a_candidate_whose_script_does_not_compile_is_skipped_with_the_reason(tm
     (skill / "SKILL.md").write_text("# Capitals\n", encoding="utf-8")
     with ScriptedOpenAI(broken) as server:
         cfg, out = write_config(tmp_path, server), tmp_path / "run"
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "skill.init=skill")
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", f"skill.init={skill}")
         assert proc.returncode == 0, proc.stderr
         validations = [r for r in server.requests if not is_optimizer(r)]
     step = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()][0]

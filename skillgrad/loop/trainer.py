@@ -71,6 +71,8 @@ class Trainer:
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
         self._splits: dict[str, list[Task]] = {}
         self._rounds_before = 0  # observed rounds of earlier sessions of a resumed run
+        # wall seconds and number of the earlier processes of a resumed run (resume.earlier_sessions)
+        self.earlier_wall_s, self.earlier_sessions = 0.0, 0
 
     def rollouts(self, tasks: list[Task], skill: str, prefix: Path, stage: str, step: int) -> list[Rollout]:
         return self.stages.rollouts(tasks, skill, prefix, stage, step)
@@ -105,7 +107,8 @@ class Trainer:
         )
         train = self.train_batch(state, step, batch)
         patches = self.stages.reflect(step, state, train, lr)
-        chosen, max_chars = self.candidates.select(state, step, batch, patches, lr)
+        failed = [r.result.answer for r in train if not r.score.passed]
+        chosen, max_chars = self.candidates.select(state, step, batch, patches, lr, failed)
         candidate, outcomes, blocked = self.candidates.build(state, step, chosen, max_chars)
         record = self._validate_and_gate(
             state, step, candidate, outcomes, plan[index + 1 : index + 2], blocked
@@ -132,6 +135,7 @@ class Trainer:
             current_score=before,
             edits_applied=sum(1 for o in outcomes if o.status == "applied"),
             usage=self.accounting.usage_so_far(),
+            step_usage=self.accounting.step_usage(),
         )
 
     def _validate_and_gate(
@@ -383,7 +387,8 @@ class Trainer:
             "target_backend": self.cfg.model.target_backend,
             "optimizer_model": self.roles.optimizer.model if self.roles.optimizer else None,
             "target_model": self.roles.agent.model,
-            "wall_s": round(self.events.elapsed(), 3),
+            "wall_s": round(self.earlier_wall_s + self.events.elapsed(), 3),  # every process's
+            "sessions": self.earlier_sessions + 1,
             "calls": calls_summary(self.ledger),
             "rounds": self.rounds(),
             "usage": self.ledger.to_json(),

@@ -80,6 +80,8 @@ class ModelConfig(_Section):
     target_api_key: SecretStr | None = None
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_output_tokens: int = Field(1024, ge=16)
+    optimizer_max_output_tokens: int | None = Field(None, ge=16)  # per role; None: max_output_tokens
+    target_max_output_tokens: int | None = Field(None, ge=16)
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(4, ge=0)
     json_retries: int = Field(2, ge=0)
@@ -123,6 +125,10 @@ class ModelConfig(_Section):
     def effort_for(self, role: str) -> Effort | None:
         value = self.optimizer_reasoning_effort if role == "optimizer" else self.target_reasoning_effort
         return value or self.reasoning_effort
+
+    def max_output_tokens_for(self, role: str) -> int:
+        value = self.optimizer_max_output_tokens if role == "optimizer" else self.target_max_output_tokens
+        return value or self.max_output_tokens
 
     def base_url_for(self, role: str) -> str | None:
         value = self.optimizer_base_url if role == "optimizer" else self.target_base_url
@@ -261,6 +267,32 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+# Keys holding a file path: given with --set, a relative path means the current folder (the user
+# typed it there); in a config file it keeps meaning the file's folder (see Config.resolve_path).
+CLI_PATH_KEYS = (
+    "benchmark.data",
+    "skill.init",
+    "cache.dir",
+    "model.local_model",
+    "model.claude_code_cli_path",
+    "model.codex_cli_path",
+)
+_MODEL_FILE_KEYS = ("model.optimizer_model", "model.target_model")  # paths only when they name a .gguf
+
+
+def cli_path_override(assignment: str, cwd: Path) -> str:
+    """`assignment` with a relative path value made absolute against `cwd` (other values as given)."""
+    key, sep, raw = assignment.partition("=")
+    value = raw.strip()
+    is_path_key = key.strip() in CLI_PATH_KEYS or (
+        key.strip() in _MODEL_FILE_KEYS and value.endswith(".gguf")
+    )
+    if not sep or not is_path_key or not value or value.startswith(("hf://", "~")) or ":" in value:
+        return assignment  # no path (hub ids are 'owner/repo:file'), or one that is not relative
+    path = Path(value)
+    return assignment if path.is_absolute() else f"{key}={cwd / path}"
+
+
 def apply_override(data: dict[str, Any], assignment: str) -> None:
     """Apply one `key.path=value` (value parsed as YAML) to the raw config mapping."""
     key, sep, raw = assignment.partition("=")
@@ -291,10 +323,23 @@ def _section_fields(loc: tuple[Any, ...]) -> list[str]:
     return [name for name, f in model.model_fields.items() if not f.exclude]
 
 
-def _describe(source: str, exc: ValidationError) -> str:
+def _override_for(loc: tuple[Any, ...], overrides: list[str]) -> str | None:
+    """The last `--set` whose key is `loc` or a section around it (or inside it): the source to name."""
+    path = [str(p) for p in loc]
+    for item in reversed(overrides):
+        parts = item.partition("=")[0].strip().split(".")
+        if path[: len(parts)] == parts or parts[: len(path)] == path:
+            return item
+    return None
+
+
+def _describe(source: str, exc: ValidationError, overrides: list[str] | None = None) -> str:
     err = exc.errors()[0]
     loc = tuple(err["loc"])
     key = ".".join(str(p) for p in loc)
+    override = _override_for(loc, overrides or [])
+    if override is not None:  # the bad value came from the command line, not the file
+        source = f"--set {override}"
     if err["type"] == "extra_forbidden":
         allowed = ", ".join(_section_fields(loc)) or "(none)"
         return f"{source}: unknown key '{key}'; allowed here: {allowed}"
@@ -360,13 +405,14 @@ def config_from_data(
     optimizer_backend: str | None = None,
     target_backend: str | None = None,
 ) -> Config:
-    """Validate an already-parsed mapping (a YAML file, or a run's stored config.json)."""
+    """Validate an already-parsed mapping (a YAML file, or a run's stored config.json). Overrides
+    are the command line's `--set` items: their relative paths mean the current folder."""
     for item in overrides or []:
-        apply_override(data, item)
+        apply_override(data, cli_path_override(item, Path.cwd()))
     try:
         cfg = Config.model_validate(data)
     except ValidationError as exc:
-        raise UserError(_describe(source, exc)) from None
+        raise UserError(_describe(source, exc, overrides)) from None
     if base_dir is not None:
         cfg.base_dir = base_dir
     resolve_roles(cfg, backend=backend, optimizer_backend=optimizer_backend, target_backend=target_backend)

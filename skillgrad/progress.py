@@ -3,7 +3,7 @@
 All three consume the event vocabulary of `skillgrad.loop.events` and share one formatter, so the
 terminal, a CI log and `<out>/train.log` tell the same story in the same words. Usage semantics
 (as the trainer emits them): `step_end.usage` and `run_end.usage` are the run's totals so far by
-role, `{role: Usage-json}`.
+role, `{role: Usage-json}`; `step_end.step_usage` is what that step alone cost, in the same shape.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from rich.text import Text
 
 from skillgrad.loop.events import Observer
 from skillgrad.loop.records import StepEnd
+from skillgrad.runs import RunFiles
 from skillgrad.values import Usage
 
 # ---------------------------------------------------------------------------------------------
@@ -87,12 +88,15 @@ def describe(kind: str, fields: dict[str, Any]) -> str:
         return (
             f"{_where(f)}{end.action.upper()}: val {fmt_score(end.val_score)} "
             f"vs current {fmt_score(end.current_score)}, best {fmt_score(end.best_score)}, "
-            f"{end.edits_applied} edits applied; {fmt_usage(usage_by_role(end.usage))}"
+            f"{end.edits_applied} edits applied; "
+            f"step cost: {fmt_usage(usage_by_role(end.step_usage))}; "
+            f"run total: {fmt_usage(usage_by_role(end.usage))}"
         )
     if kind == "run_end":
         return (
             f"run end ({f.get('stopped')}): best {fmt_score(f.get('best_score'))}, "
-            f"baseline {fmt_score(f.get('baseline_score'))}; {fmt_usage(usage_by_role(f.get('usage')))}"
+            f"baseline {fmt_score(f.get('baseline_score'))}; "
+            f"run total: {fmt_usage(usage_by_role(f.get('usage')))}"
         )
     if kind == "message":
         return str(f.get("text", ""))
@@ -308,4 +312,4 @@ def make_observers(
     terminal: Observer = (
         RichObserver(Console(file=stream, force_terminal=True)) if tty else PlainObserver(stream)
     )
-    return [terminal, LogFileObserver(out_dir / "train.log")]
+    return [terminal, LogFileObserver(out_dir / RunFiles.LOG)]

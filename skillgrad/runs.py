@@ -35,6 +35,7 @@ class RunFiles:
     PAID = "paid.jsonl"  # every paid call as it returned (budget.PaidJournal)
     LOCK = ".lock"
     REPORT = "report.html"
+    LOG = "train.log"  # every progress event, one line each (appended across resumed sessions)
     BEST_SKILL = "best_skill"
     SKILLS = "skills"  # skills/vNNNN
     STEPS = "steps"  # steps/NNNN/
@@ -177,6 +178,11 @@ class RunDir:
     def write_skill(self, version: int, text: str) -> Path:
         """skills/vNNNN.md, or the folder skills/vNNNN/ for a package."""
         return self.write_skill_at(Path(RunFiles.SKILLS) / version_name(version), text)
+
+    def best_skill_path(self) -> Path:
+        """best_skill/ for a package, else best_skill.md."""
+        folder = self.root / RunFiles.BEST_SKILL
+        return folder if folder.is_dir() else folder.with_suffix(".md")
 
     def write_best_skill(self, text: str) -> Path:
         return self.write_skill_at(RunFiles.BEST_SKILL, text)

@@ -148,6 +148,9 @@ class MlflowObserver:
         skills = self.out_dir / RunFiles.SKILLS
         if skills.is_dir():
             self.client.log_artifacts(self.run_id, str(skills), RunFiles.SKILLS)
+        best = self.out_dir / RunFiles.BEST_SKILL
+        if best.is_dir():  # a skill package's best version
+            self.client.log_artifacts(self.run_id, str(best), RunFiles.BEST_SKILL)
         for name in ARTIFACT_FILES:
             if (self.out_dir / name).is_file():
                 self.client.log_artifact(self.run_id, str(self.out_dir / name))

@@ -98,7 +98,7 @@ def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) ->
     inner = backends.chat("optimizer", temperature=hot)
     sampling = {
         "temperature": hot,
-        "max_output_tokens": m.max_output_tokens,
+        "max_output_tokens": m.max_output_tokens_for("optimizer"),
         "base_url": m.base_url_for("optimizer"),
     }
     salts = [f"{cfg.cache.salt}|proposal {k}" for k in range(1, extra + 1)]
@@ -125,19 +125,24 @@ def build_roles(
     m = cfg.model
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
-    sampling = {"temperature": m.temperature, "max_output_tokens": m.max_output_tokens}
+    sampling: dict[str, Any] = {"temperature": m.temperature}
     chat, samplers = None, []
     if optimizer or judge:
         chat = CachedChatModel(
             backends.chat("optimizer"),
             cache,
             salt=cfg.cache.salt,
-            sampling={**sampling, "base_url": m.base_url_for("optimizer")},
+            sampling={
+                **sampling,
+                "max_output_tokens": m.max_output_tokens_for("optimizer"),
+                "base_url": m.base_url_for("optimizer"),
+            },
             on_paid=(lambda stage, usage: journal.add("optimizer", stage, usage)) if journal else None,
         )
         samplers = proposal_samplers(cfg, backends, chat)
     settings: dict[str, Any] = {
         **sampling,
+        "max_output_tokens": m.max_output_tokens_for("target"),
         "base_url": m.base_url_for("target"),
         "effort": m.effort_for("target"),
         **target.cache_settings(cfg),

@@ -36,7 +36,7 @@ def test_package_trains_on_a_chat_target(tmp_path: Path) -> None:
         cfg = write_config(tmp_path, server)
         sets = [
             "--set",
-            "skill.init=skill",
+            f"skill.init={skill}",
             "--set",
             "optimizer.task_text_ngram=5",
             "--set",
@@ -45,6 +45,7 @@ def test_package_trains_on_a_chat_target(tmp_path: Path) -> None:
         out = tmp_path / "run"
         proc = skillgrad("train", "--config", str(cfg), "--out", str(out), *sets)
         assert proc.returncode == 0, proc.stderr
+        proc_out = proc.stdout
         targets = [r for r in server.requests if not is_optimizer(r)]
         again = skillgrad(
             "eval",
@@ -86,6 +87,10 @@ def test_package_trains_on_a_chat_target(tmp_path: Path) -> None:
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "step 1: v0000 → v0001 · references/style.md (new file)" in html
     assert "step 1: v0000 → v0001 · SKILL.md" in html
+    assert f"best skill: {out / 'best_skill'}" in proc_out
+    refused = skillgrad("propose", str(out), "--skill", str(tmp_path / "installed" / "SKILL.md"))
+    assert refused.returncode == 2 and "trained a skill package" in refused.stderr
+    assert not (out / "proposal").exists()
 
 
 def test_a_candidate_whose_script_does_not_compile_is_skipped_with_the_reason(tmp_path: Path) -> None:
@@ -106,7 +111,7 @@ def test_a_candidate_whose_script_does_not_compile_is_skipped_with_the_reason(tm
     (skill / "SKILL.md").write_text("# Capitals\n", encoding="utf-8")
     with ScriptedOpenAI(broken) as server:
         cfg, out = write_config(tmp_path, server), tmp_path / "run"
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "skill.init=skill")
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", f"skill.init={skill}")
         assert proc.returncode == 0, proc.stderr
         validations = [r for r in server.requests if not is_optimizer(r)]
     step = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()][0]
@@ -116,3 +121,5 @@ def test_a_candidate_whose_script_does_not_compile_is_skipped_with_the_reason(tm
     assert len(validations) == 4 + 4 + 2  # baseline, train batch, test of v0000: the candidate never ran
     assert not (out / "steps" / "0001" / "rollouts" / "val").exists()
     assert (out / "steps" / "0001" / "candidate_skill" / "scripts" / "fmt.py").is_file()
+    assert skillgrad("report", str(out)).returncode == 0
+    assert "— scripts/fmt.py does not compile: line 1: invalid syntax" in (out / "report.html").read_text()

@@ -189,6 +189,9 @@ def test_package_trains_with_claude_code_resumes_after_a_kill_and_reports_per_fi
         and '<file path="references/cli.md">' in analyst.user_text()
     )
     assert "within 4000 chars" in analyst.user_text()
+    assert (
+        '| SKILL.md | 411 chars | "# House shipping quotes" |' in analyst.user_text()
+    )  # past the front matter
     # the report shows the change per file, and the size of each version
     proc = subprocess.run(
         [sys.executable, "-m", "skillgrad.cli", "report", str(out)],
@@ -199,6 +202,9 @@ def test_package_trains_with_claude_code_resumes_after_a_kill_and_reports_per_fi
     assert proc.returncode == 0, proc.stderr
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "step 1: v0000 → v0001 · references/cli.md" in html and "parcel weight in whole grams" in html
+    assert (
+        '<b>replace</b> <span class="muted">references/cli.md</span>' in html
+    )  # the step's edit names its file
     assert "SKILL.md" not in html.split("step 1: v0000 → v0001", 1)[1].split("</summary>", 1)[0]
     sizes = re.findall(r"<tr><td>(v\d{4})</td><td>([\d,]+)</td><td>(\d+)</td>", html)
     assert [v for v, _, _ in sizes] == ["v0000", "v0001"] and all(n == "2" for _, _, n in sizes)

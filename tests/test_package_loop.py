@@ -199,3 +199,44 @@ def test_report_diffs_a_package_file_by_file() -> None:
         ("v0000", package().chars(), 3),
         ("v0001", package().chars() + 34, 4),
     ]
+
+
+def test_compare_page_text_of_a_package_holds_every_text_file() -> None:
+    from skillgrad.report.package_diff import one_text
+
+    text = one_text(package(**{"scripts/x.sh": "echo x\n"}).encode())
+    assert text.index("## File: SKILL.md") < text.index("## File: references/flags.md") < text.index("echo x")
+    assert one_text("# single\n") == "# single\n"
+
+
+def test_single_file_prompt_states_the_budget_only_when_set() -> None:
+    def user(budget: int | None) -> str:
+        inputs = AnalystInputs(
+            "# Skill\nBe brief.\n", [rollout(False, "x")], [], 3, False, TraceCaps(), budget=budget
+        )
+        return analyst_messages(inputs)[1].content
+
+    assert "Size budget" not in user(None)
+    assert "Size budget: at most 900 chars (now 18)." in user(900)
+    assert "| SKILL.md |" not in user(900)  # a single file is shown as before, not as a package
+
+
+def test_call_cache_keys_on_every_file_of_a_package(tmp_path) -> None:
+    from skillgrad.cache import CachedAgent, CallCache
+    from tests.test_cache import TASK, ScriptedAgent, prepared
+
+    inner = ScriptedAgent()
+    agent = CachedAgent(inner, CallCache(tmp_path / "c"))
+    base = package(**{"assets/x.bin": "placeholder"})
+    binary = SkillPackage(base.files, {"assets/logo.png": b"\x00\x01"})
+    agent.run(TASK, base.encode(), prepared(tmp_path, "w1"))
+    agent.run(TASK, SkillPackage(dict(base.files)).encode(), prepared(tmp_path, "w2"))  # same package
+    assert inner.calls == 1
+    agent.run(
+        TASK, base.with_file("references/flags.md", FLAGS + "- more\n").encode(), prepared(tmp_path, "w3")
+    )
+    agent.run(TASK, binary.encode(), prepared(tmp_path, "w4"))
+    agent.run(
+        TASK, SkillPackage(base.files, {"assets/logo.png": b"\x00\x02"}).encode(), prepared(tmp_path, "w5")
+    )
+    assert inner.calls == 4  # a reference, a binary file's presence and its bytes all change the key

@@ -360,7 +360,7 @@ class LocalFactory:
         return LocalChat(
             runtime,
             role=role,
-            max_tokens=cfg.model.max_output_tokens,
+            max_tokens=cfg.model.max_output_tokens_for(role),
             temperature=cfg.model.temperature,
             json_retries=cfg.model.json_retries,
         )

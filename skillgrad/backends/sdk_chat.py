@@ -66,7 +66,7 @@ class RoleSettings:
             api_key=role_api_key(cfg, role, env_var),
             key_name=key_source(cfg, role, env_var),
             temperature=m.temperature,
-            max_output_tokens=m.max_output_tokens,
+            max_output_tokens=m.max_output_tokens_for(role),
             timeout_s=m.timeout_s,
             max_retries=m.max_retries,
             json_retries=m.json_retries,

@@ -38,9 +38,16 @@ class Candidates:
         return TaskCopyGuard(batch, self.cfg.optimizer.task_text_ngram)
 
     def select(
-        self, state: TrainState, step: int, batch: list[Task], patches: list[Patch], lr: int
+        self,
+        state: TrainState,
+        step: int,
+        batch: list[Task],
+        patches: list[Patch],
+        lr: int,
+        failed_answers: list[str] | None = None,
     ) -> tuple[Selection, int]:
-        """Merge, rank and select the step's edits (merged_patch.json); also the per-edit limit."""
+        """Merge, rank and select the step's edits (merged_patch.json); also the per-edit limit.
+        An edit that restates one of the step's `failed_answers` counts as copied from the prompt."""
         ranked = self.ranker.rank(self.merger.merge(patches))
         budget = self.cfg.skill.max_chars
         max_chars = char_limit(self.cfg.optimizer.max_skill_chars, budget, state.current_text)
@@ -49,7 +56,7 @@ class Candidates:
             state.current_text,
             lr,
             rejected=state.rejected_edits,
-            copied=self.echo,
+            copied=self.echo.with_failed_answers(failed_answers or []),
             max_chars=max_chars,
             budget=budget,
             copies_task=self.task_copies(batch),

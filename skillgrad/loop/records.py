@@ -133,7 +133,8 @@ class StepRecord:
 
 @dataclass(frozen=True)
 class StepEnd:
-    """The `step_end` event: the step's decision and the run's usage so far (by role)."""
+    """The `step_end` event: the step's decision, the run's usage so far and the step's own
+    (each by role)."""
 
     step: int
     epoch: int | None
@@ -143,18 +144,15 @@ class StepEnd:
     current_score: float | None  # the incumbent's score before the step
     edits_applied: int
     usage: dict[str, Any]
+    step_usage: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StepEnd:
-        step, epoch, applied, usage = (
-            data.get("step"),
-            data.get("epoch"),
-            data.get("edits_applied"),
-            data.get("usage"),
-        )
+        step, epoch, applied = data.get("step"), data.get("epoch"), data.get("edits_applied")
+        usage, step_usage = data.get("usage"), data.get("step_usage")
         return cls(
             step=step if isinstance(step, int) and not isinstance(step, bool) else 0,
             epoch=epoch if isinstance(epoch, int) else None,
@@ -164,4 +162,5 @@ class StepEnd:
             current_score=_num(data.get("current_score")),
             edits_applied=applied if isinstance(applied, int) else 0,
             usage=usage if isinstance(usage, dict) else {},
+            step_usage=step_usage if isinstance(step_usage, dict) else {},
         )

@@ -58,6 +58,8 @@ class TrainState:
             "steps": self.step,
             "accepted": self.accepted,
             "rejected": self.rejected,
+            # a step is accepted, rejected, or skipped (no edit applied: nothing to validate)
+            "skipped": max(0, self.step - self.accepted - self.rejected),
             "task_text_copies": self.task_text_copies,
         }
 

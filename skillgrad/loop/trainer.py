@@ -83,6 +83,8 @@ class Trainer:
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
         self._splits: dict[str, list[Task]] = {}
         self._rounds_before = 0  # observed rounds of earlier sessions of a resumed run
+        # wall seconds and number of the earlier processes of a resumed run (resume.earlier_sessions)
+        self.earlier_wall_s, self.earlier_sessions = 0.0, 0
 
     # -- train rollouts -------------------------------------------------------------------------
     def _train_rollouts(self, step: int, batch: list[Task], skill: str) -> list[Rollout]:
@@ -114,7 +116,8 @@ class Trainer:
         )
         train = self.train_batch(state, step, batch)
         patches = self.reflection.reflect(step, epoch, state, train, lr)
-        chosen, max_chars = self.candidates.select(state, step, batch, patches, lr)
+        failed = [r.result.answer for r in train if not r.score.passed]
+        chosen, max_chars = self.candidates.select(state, step, batch, patches, lr, failed)
         candidate, outcomes, blocked = self.candidates.build(state, step, chosen, max_chars)
         started = StepRecord(
             step=step,
@@ -145,6 +148,7 @@ class Trainer:
             current_score=before,
             edits_applied=sum(1 for o in outcomes if o.status == "applied"),
             usage=self.accounting.usage_so_far(),
+            step_usage=self.accounting.step_usage(),
         )
         self.events.emit("step_end", **end.to_json())
 
@@ -399,7 +403,8 @@ class Trainer:
             "target_backend": self.cfg.model.target_backend,
             "optimizer_model": self.roles.optimizer.model if self.roles.optimizer else None,
             "target_model": self.roles.agent.model,
-            "wall_s": round(self.events.elapsed(), 3),
+            "wall_s": round(self.earlier_wall_s + self.events.elapsed(), 3),  # every process's
+            "sessions": self.earlier_sessions + 1,
             "calls": calls_summary(self.ledger),
             "rounds": self.rounds(),
             "usage": self.ledger.to_json(),

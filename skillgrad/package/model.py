@@ -13,10 +13,11 @@ import base64
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+
+from skillgrad.skill import MAIN_FILE
 
 PACKAGE_HEADER = "<!-- skillgrad package v1 -->\n"
-SKILL_FILE = "SKILL.md"
+SKILL_FILE = MAIN_FILE  # a package's instructions; an edit that names no file changes it
 # A path component a package may hold: no `..`, nothing hidden, no spaces or shell characters.
 _COMPONENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$")
 SCRIPT_SUFFIXES = (".py", ".sh", ".bash")
@@ -95,5 +96,7 @@ def as_package(text: str) -> SkillPackage | None:
     return SkillPackage.decode(text) if is_package(text) else None
 
 
-def top_level(path: str) -> str:
-    return PurePosixPath(path).parts[0]
+def skill_chars(text: str) -> int:
+    """A skill's size: a package's text files together, a single file its length."""
+    package = as_package(text)
+    return len(text) if package is None else package.chars()

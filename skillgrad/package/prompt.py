@@ -36,20 +36,24 @@ def touched_files(package: SkillPackage, rollouts: Sequence[Rollout]) -> list[st
 
 
 def _first_line(text: str) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    """The first line that says something: past a front-matter block and blank lines."""
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        end = next((i for i, ln in enumerate(lines[1:], 1) if ln.strip() == "---"), 0)
+        lines = lines[end + 1 :]
+    line = next((ln.strip() for ln in lines if ln.strip()), "")
     return line if len(line) <= FIRST_LINE_CHARS else line[: FIRST_LINE_CHARS - 3] + "..."
 
 
 def package_view(
     package: SkillPackage, rollouts: Sequence[Rollout], prompt_chars: int, budget: int | None
 ) -> str:
-    rows, sizes = [], {}
+    rows = []
     for path in package.paths():
         text = package.files.get(path)
         size = f"{len(text)} chars" if text is not None else f"{len(package.binary[path])} bytes, binary"
         first = json.dumps(_first_line(text), ensure_ascii=False) if text is not None else "(not editable)"
         rows.append(f"| {path} | {size} | {first} |")
-        sizes[path] = len(text or "")
     shown, left = [], prompt_chars
     for path in [SKILL_FILE, *touched_files(package, rollouts)]:
         block = render(PROMPTS, "analyst_package_file", path=path, text=package.files[path].strip())

@@ -42,6 +42,16 @@ def version_diffs(title: str, old_label: str, old: str, new_label: str, new: str
     return diffs
 
 
+def one_text(text: str) -> str:
+    """A skill as one document for a single diff (the compare page): a package's text files in
+    order, each under a `## File: <path>` line; a single-file skill as it is."""
+    package = as_package(text)
+    if package is None:
+        return text
+    parts = [f"## File: {path}\n{package.files[path]}" for path in package.paths() if path in package.files]
+    return "\n".join(parts)
+
+
 @dataclass(frozen=True)
 class VersionSize:
     version: str

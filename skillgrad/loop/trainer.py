@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
-import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -27,6 +25,7 @@ from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import mean_of
+from skillgrad.loop.plan import Plan, Splits, make_plan, steps_per_epoch
 from skillgrad.loop.records import GateRecord, StepEnd, StepRecord
 from skillgrad.loop.reflection import Reflection
 from skillgrad.loop.rollout import mean_score
@@ -42,8 +41,6 @@ from skillgrad.skill import EditOutcome, SkillDoc
 from skillgrad.values import Rollout, Task
 
 __all__ = ["Roles", "Trainer", "TrainingFailed"]
-
-Plan = list[tuple[int, int, list[Task]]]  # (step, epoch, batch) of the whole run
 
 
 class Trainer:
@@ -81,7 +78,7 @@ class Trainer:
             caps=self.runner.caps,
         )
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
-        self._splits: dict[str, list[Task]] = {}
+        self.benchmark_split = Splits(benchmark)
         self._rounds_before = 0  # observed rounds of earlier sessions of a resumed run
         # wall seconds and number of the earlier processes of a resumed run (resume.earlier_sessions)
         self.earlier_wall_s, self.earlier_sessions = 0.0, 0
@@ -264,36 +261,16 @@ class Trainer:
             state.val_results[key] = results
         return results
 
-    # -- splits ---------------------------------------------------------------------------------
-    def benchmark_split(self, split: str) -> list[Task]:
-        if split not in self._splits:
-            self._splits[split] = self.benchmark.load(split)  # type: ignore[arg-type]
-        return self._splits[split]
-
-    def batches(self, epoch: int) -> list[list[Task]]:
-        """The epoch's shuffled train batches; seeded per epoch so a resumed run sees the same."""
-        tasks = list(self.benchmark_split("train"))
-        random.Random(f"{self.cfg.train.seed}:{epoch}").shuffle(tasks)
-        size = self.cfg.train.batch_size
-        return [tasks[i : i + size] for i in range(0, len(tasks), size)]
-
-    def steps_per_epoch(self) -> int:
-        return math.ceil(len(self.benchmark_split("train")) / self.cfg.train.batch_size)
-
-    def plan(self) -> Plan:
-        epochs = range(1, self.cfg.train.epochs + 1)
-        steps = [(epoch, batch) for epoch in epochs for batch in self.batches(epoch)]
-        return [(number, epoch, batch) for number, (epoch, batch) in enumerate(steps, start=1)]
-
     # -- the run --------------------------------------------------------------------------------
     def train(self, state: TrainState | None = None) -> dict[str, Any]:
         """Baseline, epochs of steps, final test; returns the summary (also written to disk)."""
-        total_steps = self.cfg.train.epochs * self.steps_per_epoch()
+        per_epoch = steps_per_epoch(self.benchmark_split("train"), self.cfg.train)
+        total_steps = self.cfg.train.epochs * per_epoch
         self.events.emit(
             "run_start",
             out=str(self.run.root),
             epochs=self.cfg.train.epochs,
-            steps_per_epoch=self.steps_per_epoch(),
+            steps_per_epoch=per_epoch,
             total_steps=total_steps,
             optimizer_backend=self.cfg.model.optimizer_backend,
             target_backend=self.cfg.model.target_backend,
@@ -332,7 +309,7 @@ class Trainer:
         return summary
 
     def _steps(self, state: TrainState | None, total_steps: int) -> tuple[TrainState, str, str | None]:
-        plan = self.plan()
+        plan = make_plan(self.benchmark_split("train"), self.cfg.train)
         pending = [i for i, (step, _, _) in enumerate(plan) if state is None or step > state.step]
         if state is None:
             if pending:  # step 1's rollouts need only the initial skill: they run beside the baseline

@@ -3,8 +3,8 @@ skillgrad and SkillOpt 0.2.0 side by side.
 
     python bench/latency.py --data ../shared/data/searchqa_sample/searchqa_256.jsonl
     python bench/latency.py --data FILE --latency 0.5 --seeds 0 1 --reps 1 --variants default full
-    git --git-dir=SKILLOPT_GIT_DIR archive v0.2.0 | tar -x -C /tmp/skillopt-0.2.0
-    python bench/latency.py --data FILE --latency 0.5 --skillopt --skillopt-src /tmp/skillopt-0.2.0
+    mkdir -p /tmp/so && git --git-dir=SKILLOPT_GIT_DIR archive v0.2.0 | tar -x -C /tmp/so
+    python bench/latency.py --data FILE --latency 0.5 --skillopt --skillopt-src /tmp/so
 
 One scripted OpenAI-compatible server (bench/latency_world.py, 127.0.0.1 only) serves both roles
 of both systems and answers every request exactly L seconds after reading it; its behaviour (the

@@ -7,7 +7,7 @@ are missing. They are copied from a checkout of the same release, which is check
 Python file of the installed package must be byte-identical to the checkout's, so the code that
 runs is the registry's and only the missing templates come from the checkout. Make one with
 
-    git --git-dir=<SkillOpt git dir> archive v0.2.0 | tar -x -C /tmp/skillopt-0.2.0
+    mkdir -p /tmp/so && git --git-dir=SKILLOPT_GIT_DIR archive v0.2.0 | tar -x -C /tmp/so
 
 (the tag: the branch head of the repository is newer than the release and its files differ).
 When the registry cannot be reached, the checkout itself is installed (`pip install PATH`) and

@@ -33,12 +33,11 @@ from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from skillgrad.backends.base import AgentResult, Usage  # noqa: E402
-from skillgrad.benchmarks.base import Score, Task  # noqa: E402
 from skillgrad.loop.gate import Gate, make_gate  # noqa: E402
-from skillgrad.loop.rollout import Rollout, run_rollouts  # noqa: E402
+from skillgrad.loop.rollout import run_rollouts
 from skillgrad.loop.validate import ValUnit, validate  # noqa: E402
 from skillgrad.loop.verdict import judge  # noqa: E402
+from skillgrad.values import AgentResult, Rollout, Score, Task, Usage
 
 ITEMS = 16
 GAIN = 0.10

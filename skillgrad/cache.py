@@ -14,8 +14,9 @@ whose checksum does not match is ignored (a miss) and removed; it never raises.
 Usage of cache hits (the counting contract, see also `skillgrad.budget`; `on_paid` reports each
 call that did reach the model the moment it returns, for the run's `PaidJournal`):
 - A hit returns `CachedReply` / `CachedAgentResult` (subclasses of `Reply` / `AgentResult`) whose
-  `usage` is ZERO (nothing was paid) and whose `saved` is the stored usage of the original call.
-  Code that sums `usage` therefore counts exactly the paid calls; `saved_usage(obj)` reads `saved`.
+  `usage` is ZERO (nothing was paid) and whose `saved` is the stored usage of the original call
+  (None on every reply that did reach the model). Code that sums `usage` therefore counts exactly
+  the paid calls, and the loop reads `saved` without knowing the cache.
 - Each wrapper also keeps thread-safe `stats` (hits, misses, saved usage, uncacheable).
 - Failures are never cached: an exception from `ChatModel.complete` propagates, and an
   `AgentResult` with `is_error=True` is returned unstored, so a crashed task is retried on resume.
@@ -49,10 +50,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from skillgrad.atomic import write_text_atomic
-from skillgrad.backends.base import Agent, AgentResult, ChatModel, Effort, Message, Reply, Usage
-from skillgrad.benchmarks.base import Task
+from skillgrad.backends.base import Agent, ChatModel
 from skillgrad.snapshot import restore_tree, safe_relative_path, snapshot_tree, tree_digest
-from skillgrad.traces.steps import TraceStep
+from skillgrad.values import AgentResult, Effort, Message, Reply, Task, TraceStep, Usage
 
 CACHE_VERSION = 1
 ZERO_USAGE = Usage(0, 0, 0, 0.0)
@@ -232,19 +232,15 @@ class CacheStats:
 class CachedReply(Reply):
     """A Reply served from the cache: `usage` is zero (unpaid), `saved` the original usage."""
 
-    saved: Usage = field(default_factory=Usage)
-
 
 @dataclass
 class CachedAgentResult(AgentResult):
     """An AgentResult served from the cache: `usage` is zero (unpaid), `saved` the original."""
 
-    saved: Usage = field(default_factory=Usage)
-
 
 def saved_usage(obj: Reply | AgentResult) -> Usage | None:
     """The usage a cache hit avoided paying, or None when `obj` was not served from the cache."""
-    return obj.saved if isinstance(obj, CachedReply | CachedAgentResult) else None
+    return obj.saved
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,7 +311,7 @@ class CachedChatModel:
         with self.cache.claim(key):
             hit = _reply_from(self.cache.get(key))
             if hit is not None:
-                self.stats.hit(hit.saved)
+                self.stats.hit(hit.saved or ZERO_USAGE)
                 return hit
             reply = self._paid(
                 stage, self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
@@ -474,5 +470,5 @@ class CachedAgent:
                 # The workspace is now half-restored: running the agent in it would be wrong, so
                 # this task fails (unstored) and is retried from a fresh workspace on resume.
                 return AgentResult(answer="", is_error=True, error=f"cache restore failed: {exc}")
-        self.stats.hit(hit.saved)
+        self.stats.hit(hit.saved or ZERO_USAGE)
         return hit

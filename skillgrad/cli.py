@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from skillgrad import __version__
-from skillgrad.config import BACKEND_NAMES, Config, load_config
+from skillgrad.backend_specs import backend_names
+from skillgrad.config import Config, load_config
 from skillgrad.errors import UserError
 
 
@@ -34,7 +35,7 @@ def _role_flags(parser: argparse.ArgumentParser) -> None:
             dest=dest,
             metavar="NAME",
             help=f"backend for {'both roles' if flag == 'backend' else flag.split('-')[0]} "
-            f"({' | '.join(BACKEND_NAMES)})",
+            f"({' | '.join(backend_names())})",
         )
 
 
@@ -169,9 +170,11 @@ def _load(args: argparse.Namespace) -> Config:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
+    from skillgrad.benchmarks.registry import check_benchmark_name
     from skillgrad.wiring import redactor_for
 
     cfg = _load(args)
+    check_benchmark_name(cfg.benchmark.name)  # as `train` would refuse it
     print(json.dumps(redactor_for(cfg).redact_json(cfg.to_json()), indent=2, ensure_ascii=False))
     return 0
 
@@ -299,7 +302,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from skillgrad.models import default_model_path, pull_default_model
+    from skillgrad.backends.local_models import default_model_path, pull_default_model
 
     print(pull_default_model() if args.action == "pull" else default_model_path())
     return 0
@@ -323,14 +326,16 @@ COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # here, not at exit: a reader that left (`| head`) is a BrokenPipeError below
+        return code
     except UserError as exc:
         print(f"skillgrad: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("skillgrad: interrupted; finished work is kept in the run folder", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `skillgrad trace F | head`: the reader left; say nothing more
+    except BrokenPipeError:  # `skillgrad config | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from skillgrad.atomic import RunLock
 from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
-from skillgrad.budget import PaidJournal, estimate
+from skillgrad.budget import PaidJournal
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.executors.base import Executor, open_executor
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.trainer import Trainer, TrainingFailed
-from skillgrad.resume import check_same_config, load_checkpoint
+from skillgrad.package.folder import best_skill_path
+from skillgrad.resume import check_same_config, earlier_sessions, finished_summary, load_checkpoint
+from skillgrad.runs import RunDir
 from skillgrad.wiring import (
     PAID_JOURNAL,
     build_roles,
@@ -39,15 +42,47 @@ def _splits(cfg: Config) -> tuple[str, ...]:
 
 
 def print_estimate(cfg: Config) -> int:
+    from skillgrad.estimate import estimate
+
     benchmark = checked_benchmark(cfg, _splits(cfg))
-    sizes = {split: len(benchmark.load(split)) for split in _splits(cfg)}  # type: ignore[arg-type]
-    skill_chars = len(initial_skill(cfg)) or 500
-    projection = estimate(cfg, sizes["train"], sizes["val"], sizes.get("test", 0), skill_chars=skill_chars)
-    print(json.dumps(projection, indent=2))
+    splits = {split: benchmark.load(split) for split in _splits(cfg)}  # type: ignore[arg-type]
+    print(json.dumps(estimate(cfg, splits, initial_skill(cfg)), indent=2))
     return 0
 
 
+def final_line(summary: dict[str, Any], out: Path) -> str:
+    test = summary.get("test")
+    test_line = f", test {test['baseline']:.3f} -> {test['best']:.3f}" if test else ""
+    skipped = summary.get("skipped", 0)
+    return (
+        f"val {summary['baseline_val_score']:.3f} -> {summary['best_val_score']:.3f} "
+        f"({summary['accepted']} accepted, {summary['rejected']} rejected, {skipped} skipped{test_line}); "
+        f"stopped: {summary['stopped']}; best skill: {best_skill_path(out)}"
+    )
+
+
+def fresh_out(out: Path) -> Path:
+    """`out`, or when it already holds a run, the first free `out-2`, `out-3`, ... (said on screen)."""
+    if not (out.exists() and any(out.iterdir())):
+        return out
+    n = 2
+    while (candidate := out.with_name(f"{out.name}-{n}")).exists() and any(candidate.iterdir()):
+        n += 1
+    print(f"{out} holds an earlier run (`--resume {out}` continues it); this run writes to {candidate}")
+    return candidate
+
+
 def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: bool = True) -> int:
+    if resume and out is not None:
+        check_same_config(out, cfg)
+        if (done := finished_summary(out)) is not None:
+            with RunLock(out / ".lock"):  # a trainer still holding it is refused, as for any resume
+                RunDir(out).remove_stale_temp_files()  # what a SIGKILL left is tidied all the same
+                print(f"{out}: this run is finished, nothing to resume (nothing is spent or changed)")
+                print(final_line(done, out))
+            return 0
+    if not resume and out is not None:
+        out = fresh_out(out)
     skill = initial_skill(cfg)
     benchmark = checked_benchmark(cfg, _splits(cfg))
     with open_executor(cfg) as executor:  # may refuse (no cluster): before anything is written
@@ -80,8 +115,17 @@ def _train(
             state, session.ledger = load_checkpoint(out, cfg, journal)
         session.run.write_json("config.json", cfg.portable().to_json())
         trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
+        if resume:
+            trainer.earlier_wall_s, trainer.earlier_sessions = earlier_sessions(out)
         try:
             summary = trainer.train(state)
+        except KeyboardInterrupt:
+            print(
+                f"skillgrad: interrupted; finished work is kept in {out}; "
+                f"continue with: skillgrad train --resume {out}",
+                file=sys.stderr,
+            )
+            return 130
         except FatalBackendError as exc:
             print(f"skillgrad: error: {exc}", file=sys.stderr)
             print(f"skillgrad: stopped; finished work is kept in {out}", file=sys.stderr)
@@ -98,19 +142,15 @@ def _train(
             return 1
         finally:
             session.events.close()
-    test = summary.get("test")
-    test_line = f", test {test['baseline']:.3f} -> {test['best']:.3f}" if test else ""
-    print(
-        f"val {summary['baseline_val_score']:.3f} -> {summary['best_val_score']:.3f} "
-        f"({summary['accepted']} accepted, {summary['rejected']} rejected{test_line}); "
-        f"stopped: {summary['stopped']}; best skill: {out / 'best_skill.md'}"
-    )
+    print(final_line(summary, out))
+    print(f"what changed, step by step and task by task: skillgrad report {out}")
     return 0
 
 
 def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use_cache: bool = True) -> int:
     skill = read_skill(skill_path)
     benchmark = checked_benchmark(cfg, (split,))
+    out = fresh_out(out) if out is not None else None
     with open_executor(cfg) as executor:
         return _evaluate(cfg, skill_path, skill, split, benchmark, out, executor, use_cache=use_cache)
 
@@ -155,6 +195,7 @@ def _evaluate(
         "target_backend": cfg.model.target_backend,
         "target_model": roles.agent.model,
         "usage": session.ledger.to_json(),
+        "wall_s": round(session.events.elapsed(), 3),
     }
     session.run.write_json("eval.json", report)
     errors = f", {report['errors']} failed to run" if report["errors"] else ""

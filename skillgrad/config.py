@@ -9,17 +9,28 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, ValidationError
+from pydantic_core import PydanticCustomError
 
+from skillgrad.backend_specs import BACKENDS, DEFAULT_BACKEND, backend_names, spec_for
 from skillgrad.errors import UserError
+from skillgrad.values import Effort
 
-BackendName = Literal["openai_chat", "anthropic_chat", "claude_code_exec", "codex_exec", "local"]
-BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
-DEFAULT_BACKEND: BackendName = "local"
-Effort = Literal["low", "medium", "high"]
+
+def _registered_backend(value: Any) -> str:
+    """A backend name from the registry (read at validation time), else the error a Literal of
+    the names would give."""
+    if isinstance(value, str) and value in BACKENDS:
+        return value
+    names = [repr(n) for n in backend_names()]
+    expected = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
+    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+
+BackendName = Annotated[str, PlainValidator(_registered_backend)]
 Schedule = Literal["constant", "linear", "cosine"]
 
 
@@ -43,6 +54,13 @@ class SkillConfig(_Section):
     # The skill's name (Claude Code: .claude/skills/<name>/SKILL.md): Claude Code accepts only
     # lowercase letters, digits and hyphens, so anything else would fail every task at run time.
     name: str = Field("task-skill", pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
+    # The whole skill's size budget in characters (a package: all its text files), stated in the
+    # analyst's prompt; an edit or candidate past it is skipped. None: no budget.
+    max_chars: int | None = Field(None, ge=200)
+    # A package's files the analyst sees in full (SKILL.md, then those the failing tasks read),
+    # in characters; the rest are listed with their size and first lines.
+    prompt_chars: int = Field(12000, ge=1000)
+    self_test_timeout_s: float = Field(60.0, gt=0)  # a package's front-matter `self_test` command
 
 
 class ModelConfig(_Section):
@@ -62,6 +80,8 @@ class ModelConfig(_Section):
     target_api_key: SecretStr | None = None
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_output_tokens: int = Field(1024, ge=16)
+    optimizer_max_output_tokens: int | None = Field(None, ge=16)  # per role; None: max_output_tokens
+    target_max_output_tokens: int | None = Field(None, ge=16)
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(4, ge=0)
     json_retries: int = Field(2, ge=0)
@@ -89,10 +109,15 @@ class ModelConfig(_Section):
         return value or self.backend
 
     def traces_to_optimizer(self, backend: str) -> bool:
-        """Whether the analyst reads the trace steps of a harness target on `backend`."""
-        if backend == "claude_code_exec":
-            return self.trace_to_optimizer and self.claude_trace_to_optimizer
-        return self.trace_to_optimizer
+        """Whether the analyst reads the trace steps of a target on `backend`: a harness that
+        emits traces, with model.trace_to_optimizer and the backend's own switch (if any) on."""
+        spec = spec_for(backend)
+        switch = getattr(self, spec.trace_switch) if spec.trace_switch else True
+        return spec.harness and self.trace_to_optimizer and bool(switch)
+
+    def analyst_sees_traces(self) -> bool:
+        """The one decision, for trainer and estimate alike: the analyst reads the target's traces."""
+        return self.traces_to_optimizer(self.backend_for("target"))
 
     def model_for(self, role: str) -> str | None:
         return self.optimizer_model if role == "optimizer" else self.target_model
@@ -100,6 +125,10 @@ class ModelConfig(_Section):
     def effort_for(self, role: str) -> Effort | None:
         value = self.optimizer_reasoning_effort if role == "optimizer" else self.target_reasoning_effort
         return value or self.reasoning_effort
+
+    def max_output_tokens_for(self, role: str) -> int:
+        value = self.optimizer_max_output_tokens if role == "optimizer" else self.target_max_output_tokens
+        return value or self.max_output_tokens
 
     def base_url_for(self, role: str) -> str | None:
         value = self.optimizer_base_url if role == "optimizer" else self.target_base_url
@@ -160,6 +189,8 @@ class OptimizerConfig(_Section):
     proposals_per_minibatch: int = Field(1, ge=1, le=16)  # analyst replies per minibatch (support counts)
     proposal_temperature: float = Field(0.8, ge=0.0, le=2.0)  # sampling of the proposals after the first
     max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
+    allow_task_text: bool = False  # keep edits that copy a task's question, context or answer
+    task_text_ngram: int = Field(10, ge=3)  # shared consecutive words that make an edit a copy
 
 
 class BudgetConfig(_Section):
@@ -236,6 +267,32 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+# Keys holding a file path: given with --set, a relative path means the current folder (the user
+# typed it there); in a config file it keeps meaning the file's folder (see Config.resolve_path).
+CLI_PATH_KEYS = (
+    "benchmark.data",
+    "skill.init",
+    "cache.dir",
+    "model.local_model",
+    "model.claude_code_cli_path",
+    "model.codex_cli_path",
+)
+_MODEL_FILE_KEYS = ("model.optimizer_model", "model.target_model")  # paths only when they name a .gguf
+
+
+def cli_path_override(assignment: str, cwd: Path) -> str:
+    """`assignment` with a relative path value made absolute against `cwd` (other values as given)."""
+    key, sep, raw = assignment.partition("=")
+    value = raw.strip()
+    is_path_key = key.strip() in CLI_PATH_KEYS or (
+        key.strip() in _MODEL_FILE_KEYS and value.endswith(".gguf")
+    )
+    if not sep or not is_path_key or not value or value.startswith(("hf://", "~")) or ":" in value:
+        return assignment  # no path (hub ids are 'owner/repo:file'), or one that is not relative
+    path = Path(value)
+    return assignment if path.is_absolute() else f"{key}={cwd / path}"
+
+
 def apply_override(data: dict[str, Any], assignment: str) -> None:
     """Apply one `key.path=value` (value parsed as YAML) to the raw config mapping."""
     key, sep, raw = assignment.partition("=")
@@ -266,10 +323,23 @@ def _section_fields(loc: tuple[Any, ...]) -> list[str]:
     return [name for name, f in model.model_fields.items() if not f.exclude]
 
 
-def _describe(source: str, exc: ValidationError) -> str:
+def _override_for(loc: tuple[Any, ...], overrides: list[str]) -> str | None:
+    """The last `--set` whose key is `loc` or a section around it (or inside it): the source to name."""
+    path = [str(p) for p in loc]
+    for item in reversed(overrides):
+        parts = item.partition("=")[0].strip().split(".")
+        if path[: len(parts)] == parts or parts[: len(path)] == path:
+            return item
+    return None
+
+
+def _describe(source: str, exc: ValidationError, overrides: list[str] | None = None) -> str:
     err = exc.errors()[0]
     loc = tuple(err["loc"])
     key = ".".join(str(p) for p in loc)
+    override = _override_for(loc, overrides or [])
+    if override is not None:  # the bad value came from the command line, not the file
+        source = f"--set {override}"
     if err["type"] == "extra_forbidden":
         allowed = ", ".join(_section_fields(loc)) or "(none)"
         return f"{source}: unknown key '{key}'; allowed here: {allowed}"
@@ -292,13 +362,15 @@ def resolve_roles(
         ("--optimizer-backend", optimizer_backend),
         ("--target-backend", target_backend),
     ):
-        if value is not None and value not in BACKEND_NAMES:
-            raise UserError(f"{name} {value!r}: unknown backend; allowed values: {', '.join(BACKEND_NAMES)}")
+        if value is not None and value not in BACKENDS:
+            raise UserError(
+                f"{name} {value!r}: unknown backend; allowed values: {', '.join(backend_names())}"
+            )
     fallback = backend or cfg.model.backend
-    cfg.model.optimizer_backend = optimizer_backend or cfg.model.optimizer_backend or fallback  # type: ignore[assignment]
-    cfg.model.target_backend = target_backend or cfg.model.target_backend or fallback  # type: ignore[assignment]
+    cfg.model.optimizer_backend = optimizer_backend or cfg.model.optimizer_backend or fallback
+    cfg.model.target_backend = target_backend or cfg.model.target_backend or fallback
     if backend:
-        cfg.model.backend = backend  # type: ignore[assignment]
+        cfg.model.backend = backend
 
 
 def load_config(
@@ -333,13 +405,14 @@ def config_from_data(
     optimizer_backend: str | None = None,
     target_backend: str | None = None,
 ) -> Config:
-    """Validate an already-parsed mapping (a YAML file, or a run's stored config.json)."""
+    """Validate an already-parsed mapping (a YAML file, or a run's stored config.json). Overrides
+    are the command line's `--set` items: their relative paths mean the current folder."""
     for item in overrides or []:
-        apply_override(data, item)
+        apply_override(data, cli_path_override(item, Path.cwd()))
     try:
         cfg = Config.model_validate(data)
     except ValidationError as exc:
-        raise UserError(_describe(source, exc)) from None
+        raise UserError(_describe(source, exc, overrides)) from None
     if base_dir is not None:
         cfg.base_dir = base_dir
     resolve_roles(cfg, backend=backend, optimizer_backend=optimizer_backend, target_backend=target_backend)

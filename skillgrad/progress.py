@@ -3,7 +3,7 @@
 All three consume the event vocabulary of `skillgrad.loop.events` and share one formatter, so the
 terminal, a CI log and `<out>/train.log` tell the same story in the same words. Usage semantics
 (as the trainer emits them): `step_end.usage` and `run_end.usage` are the run's totals so far by
-role, `{role: Usage-json}`.
+role, `{role: Usage-json}`; `step_end.step_usage` is what that step alone cost, in the same shape.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 from rich.text import Text
 
-from skillgrad.backends.base import Usage
 from skillgrad.loop.events import Observer
+from skillgrad.values import Usage
 
 # ---------------------------------------------------------------------------------------------
 # formatting shared by every observer
@@ -85,12 +85,15 @@ def describe(kind: str, fields: dict[str, Any]) -> str:
         return (
             f"{_where(f)}{str(f.get('action', '?')).upper()}: val {fmt_score(f.get('val_score'))} "
             f"vs current {fmt_score(f.get('current_score'))}, best {fmt_score(f.get('best_score'))}, "
-            f"{f.get('edits_applied', 0)} edits applied; {fmt_usage(usage_by_role(f.get('usage')))}"
+            f"{f.get('edits_applied', 0)} edits applied; "
+            f"step cost: {fmt_usage(usage_by_role(f.get('step_usage')))}; "
+            f"run total: {fmt_usage(usage_by_role(f.get('usage')))}"
         )
     if kind == "run_end":
         return (
             f"run end ({f.get('stopped')}): best {fmt_score(f.get('best_score'))}, "
-            f"baseline {fmt_score(f.get('baseline_score'))}; {fmt_usage(usage_by_role(f.get('usage')))}"
+            f"baseline {fmt_score(f.get('baseline_score'))}; "
+            f"run total: {fmt_usage(usage_by_role(f.get('usage')))}"
         )
     if kind == "message":
         return str(f.get("text", ""))

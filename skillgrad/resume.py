@@ -7,6 +7,7 @@ on disk); this module restores the trainer's position and refuses to mix two dif
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,10 @@ REDACTED_SECRET = "**********"  # how pydantic writes a SecretStr into config.js
 # rollouts run (results do not depend on the executor).
 MUTABLE_SECTIONS = ("budget", "tracking", "cache", "ray")
 MUTABLE_KEYS = ("train.executor",)
+# How a run may end and still have work left: a budget stop continues with a raised budget, an
+# error once its cause is fixed. Any other stop (completed, no_headroom, no_failures) is final.
+UNFINISHED_STOPS = ("budget", "error")
+_LOG_LINE = re.compile(r"^\S+ \S+\s+([\d.]+)s (\S+)")  # see progress.LogFileObserver
 
 
 def _drop_redacted(node: Any) -> Any:
@@ -92,3 +97,33 @@ def load_checkpoint(
         kept = [r for r in read_jsonl_repairing(history) if int(r.get("step", 0)) <= state.step]
         write_text_atomic(history, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
     return state, ledger
+
+
+def finished_summary(out: Path) -> dict[str, Any] | None:
+    """The run's summary when the run is over (nothing is left to resume), else None."""
+    path = out / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None  # no summary (killed), or torn: resume re-does only what is missing
+    if not isinstance(summary, dict) or summary.get("stopped") in UNFINISHED_STOPS:
+        return None
+    return summary
+
+
+def earlier_sessions(out: Path) -> tuple[float, int]:
+    """(wall seconds, number) of the processes that already worked on this run, from train.log:
+    each one starts with a `run_start` line at 0 s, and its last line says how long it ran."""
+    path = out / "train.log"
+    if not path.is_file():
+        return 0.0, 0
+    walls: list[float] = []
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            match = _LOG_LINE.match(line)
+            if match is None:
+                continue
+            if match[2] == "run_start" or not walls:
+                walls.append(0.0)
+            walls[-1] = max(walls[-1], float(match[1]))
+    return sum(walls), len(walls)

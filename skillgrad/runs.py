@@ -10,19 +10,24 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.atomic import append_jsonl, write_json_atomic, write_text_atomic
-from skillgrad.benchmarks.base import Task
 from skillgrad.benchmarks.splits import safe_task_id
 from skillgrad.errors import UserError
-from skillgrad.loop.rollout import Rollout
-from skillgrad.loop.state import version_name
+from skillgrad.package.folder import write_package
+from skillgrad.package.model import as_package
 from skillgrad.redact import Redactor
 from skillgrad.snapshot import scrub_tree
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.traces.view import render_steps
+from skillgrad.values import Rollout, Task
 
 TRACE_FILE = "claude_trace_steps.txt"
 # A kept workspace file larger than this is emptied rather than scanned for secrets.
 MAX_KEPT_FILE_BYTES = 8 * 1024 * 1024
+
+
+def version_name(version: int) -> str:
+    """The name of skill version `version` in the run folder (`skills/<name>.md`)."""
+    return f"v{version:04d}"
 
 
 @contextlib.contextmanager
@@ -81,7 +86,18 @@ class RunDir:
 
     # -- skills ---------------------------------------------------------------------------------
     def write_skill(self, version: int, text: str) -> Path:
-        return self.write_text(Path("skills") / f"{version_name(version)}.md", text)
+        """skills/vNNNN.md, or the folder skills/vNNNN/ for a package."""
+        return self.write_skill_at(Path("skills") / version_name(version), text)
+
+    def write_skill_at(self, stem: str | Path, text: str) -> Path:
+        """A skill at `stem`.md, or a package as the folder `stem`/ (written whole, then renamed)."""
+        package = as_package(text)
+        if package is None:
+            return self.write_text(f"{stem}.md", text)
+        target = self.root / stem
+        with _naming(target):
+            write_package(target, package, redact=self._redactor.redact)
+        return target
 
     def step_dir(self, step: int) -> Path:
         return Path("steps") / f"{step:04d}"

@@ -17,8 +17,9 @@ PROTECT_OPEN = "<!-- protected -->"
 PROTECT_CLOSE = "<!-- /protected -->"
 _MARKERS = re.compile(f"{re.escape(PROTECT_OPEN)}|{re.escape(PROTECT_CLOSE)}")
 
-EditOp = Literal["add", "delete", "replace"]
-EDIT_OPS: tuple[EditOp, ...] = ("add", "delete", "replace")
+EditOp = Literal["add", "delete", "replace", "create"]
+EDIT_OPS: tuple[EditOp, ...] = ("add", "delete", "replace", "create")
+MAIN_FILE = "SKILL.md"  # the file an edit changes unless it names another (skill packages)
 END_ANCHOR = "end"  # the `add` anchor that appends at the end of the skill ("" means the same)
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
@@ -30,21 +31,26 @@ def normalize_text(text: str) -> str:
 @dataclass(frozen=True)
 class Edit:
     """One edit. `target`: for delete/replace the exact text to change (the analyst picks one of
-    the skill's lines); for add the line after which `content` goes ("" or "end" = at the end)."""
+    the skill's lines); for add the line after which `content` goes ("" or "end" = at the end).
+    `file`: the package file it changes (SKILL.md unless named); `create` makes file `file`."""
 
     op: EditOp
     target: str = ""
     content: str = ""
     rationale: str = ""
+    file: str = MAIN_FILE
 
     def key(self) -> tuple[str, str, str]:
         """Identity for de-duplication: whitespace and case do not make edits different, nor
         does where an add puts its rule."""
         target = "" if self.op == "add" else normalize_text(self.target)
+        if self.file != MAIN_FILE:
+            target = f"{self.file}\x00{target}"
         return (self.op, target, normalize_text(self.content))
 
     def to_json(self) -> dict[str, Any]:
-        return {"op": self.op, "target": self.target, "content": self.content, "rationale": self.rationale}
+        data = {"op": self.op, "target": self.target, "content": self.content, "rationale": self.rationale}
+        return data if self.file == MAIN_FILE else {**data, "file": self.file}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Edit:
@@ -56,6 +62,7 @@ class Edit:
             str(data.get("target") or ""),
             str(data.get("content") or ""),
             str(data.get("rationale") or ""),
+            str(data.get("file") or MAIN_FILE),
         )
 
 
@@ -166,6 +173,8 @@ class SkillDoc:
 
         if PROTECT_OPEN in edit.content or PROTECT_CLOSE in edit.content:
             return skip("content contains protected-region markers")
+        if edit.op == "create" or edit.file != MAIN_FILE:
+            return skip("the skill is one file: only a skill package (skill.init a folder) has other files")
         if edit.op == "add":
             if not edit.content.strip():
                 return skip("add with empty content")

@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.base import Usage
 from skillgrad.errors import UserError
 from skillgrad.loop.events import Observer
 from skillgrad.progress import usage_by_role
 from skillgrad.redact import Redactor
+from skillgrad.values import Usage
 
 if TYPE_CHECKING:
     from skillgrad.config import Config
@@ -140,6 +140,8 @@ class MlflowObserver:
         skills = self.out_dir / "skills"
         if skills.is_dir():
             self.client.log_artifacts(self.run_id, str(skills), "skills")
+        if (self.out_dir / "best_skill").is_dir():  # a skill package's best version
+            self.client.log_artifacts(self.run_id, str(self.out_dir / "best_skill"), "best_skill")
         for name in ARTIFACT_FILES:
             if (self.out_dir / name).is_file():
                 self.client.log_artifact(self.run_id, str(self.out_dir / name))

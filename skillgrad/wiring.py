@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgrad.backend_specs import spec_for
 from skillgrad.backends.base import ChatModel
-from skillgrad.backends.registry import Backends, spec_for
-from skillgrad.benchmarks.base import SPLITS, Benchmark
+from skillgrad.backends.registry import Backends
+from skillgrad.benchmarks.base import Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
@@ -25,23 +26,38 @@ from skillgrad.executors.base import Executor
 from skillgrad.executors.threads import ThreadExecutor
 from skillgrad.loop.events import Events, Observer
 from skillgrad.loop.trainer import Roles
+from skillgrad.package.folder import load_package
+from skillgrad.package.model import is_package
+from skillgrad.package.wiring import check_initial_package
 from skillgrad.progress import make_observers
 from skillgrad.redact import Redactor
 from skillgrad.runs import RunDir
 from skillgrad.tracking import make_tracking_observer
+from skillgrad.values import SPLITS
 
 
 def read_skill(path: Path) -> str:
+    """A skill file's markdown, or a skill folder as its package text (see skillgrad.package)."""
+    if path.is_dir():
+        return load_package(path).encode()
     if not path.is_file():
         raise UserError(f"{path}: skill file not found; check skill.init / --skill")
     try:
-        return path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: skill file is not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+    if is_package(text):
+        raise UserError(f"{path}: begins with skillgrad's package header; pass the skill's folder instead")
+    return text
 
 
 def initial_skill(cfg: Config) -> str:
-    return read_skill(cfg.resolve_path(cfg.skill.init)) if cfg.skill.init else ""
+    if not cfg.skill.init:
+        return ""
+    path = cfg.resolve_path(cfg.skill.init)
+    text = read_skill(path)
+    check_initial_package(cfg, path, text)
+    return text
 
 
 def checked_benchmark(cfg: Config, splits: tuple[str, ...]) -> Benchmark:
@@ -83,7 +99,7 @@ def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) ->
     inner = backends.chat("optimizer", temperature=hot)
     sampling = {
         "temperature": hot,
-        "max_output_tokens": m.max_output_tokens,
+        "max_output_tokens": m.max_output_tokens_for("optimizer"),
         "base_url": m.base_url_for("optimizer"),
     }
     salts = [f"{cfg.cache.salt}|proposal {k}" for k in range(1, extra + 1)]
@@ -110,24 +126,28 @@ def build_roles(
     m = cfg.model
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
-    sampling = {"temperature": m.temperature, "max_output_tokens": m.max_output_tokens}
+    sampling: dict[str, Any] = {"temperature": m.temperature}
     chat, samplers = None, []
     if optimizer or judge:
         chat = CachedChatModel(
             backends.chat("optimizer"),
             cache,
             salt=cfg.cache.salt,
-            sampling={**sampling, "base_url": m.base_url_for("optimizer")},
+            sampling={
+                **sampling,
+                "max_output_tokens": m.max_output_tokens_for("optimizer"),
+                "base_url": m.base_url_for("optimizer"),
+            },
             on_paid=(lambda stage, usage: journal.add("optimizer", stage, usage)) if journal else None,
         )
         samplers = proposal_samplers(cfg, backends, chat)
     settings: dict[str, Any] = {
         **sampling,
+        "max_output_tokens": m.max_output_tokens_for("target"),
         "base_url": m.base_url_for("target"),
         "effort": m.effort_for("target"),
+        **target.cache_settings(cfg),
     }
-    if target.harness:
-        settings.update(target.load().cache_settings(cfg))
     agent = CachedAgent(
         (executor or ThreadExecutor()).agent(backends.agent()),
         cache,

@@ -1,4 +1,4 @@
-"""Ledger caps across both roles, unknown costs, persistence, and the pre-run estimate."""
+"""Ledger caps across both roles, unknown costs, persistence (the estimate: tests/test_estimate.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 import threading
 
 from skillgrad.backends.base import Usage
-from skillgrad.budget import Ledger, estimate
-from skillgrad.config import BudgetConfig, Config
+from skillgrad.budget import Ledger
+from skillgrad.config import BudgetConfig
 
 
 def budget(**kw: float | int) -> BudgetConfig:
@@ -86,43 +86,3 @@ def test_serialise_and_restore() -> None:
     restored = Ledger.from_json(data, budget(max_calls=3))
     assert restored.to_json() == ledger.to_json()
     assert "max_calls" in (restored.check() or "")  # caps come from the (new) config
-
-
-def small_config(target: str = "openai_chat") -> Config:
-    return Config.model_validate(
-        {
-            "model": {"backend": "openai_chat", "target_backend": target, "max_output_tokens": 1000},
-            "train": {"epochs": 2, "batch_size": 4, "minibatch_size": 3},
-        }
-    )
-
-
-def test_estimate_counts_calls() -> None:
-    est = estimate(small_config(), n_train=10, n_val=5, n_test=3, skill_chars=400, task_chars=800)
-    # batches of 4, 4, 2 -> 3 steps per epoch; reflect calls per epoch 2 + 2 + 1
-    assert est["steps_per_epoch"] == 3 and est["steps"] == 6
-    stages = est["by_stage"]
-    assert stages["baseline"]["calls"] == 5
-    assert stages["rollout"]["calls"] == 20
-    assert stages["validate"]["calls"] == 30
-    assert stages["test"]["calls"] == 6
-    assert stages["reflect"]["calls"] == 10
-    assert est["by_role"]["target"]["calls"] == 61 and est["by_role"]["optimizer"]["calls"] == 10
-    assert est["total"]["calls"] == 71
-    # one rollout: 200 overhead + (400 + 800) / 4 input tokens, 256 output
-    assert stages["baseline"]["input_tokens"] == 5 * 500 and stages["baseline"]["output_tokens"] == 5 * 256
-    # one analyst call: 200 + (400 + 3 * (800 + 600)) / 4 input, max_output_tokens output
-    assert stages["reflect"]["input_tokens"] == 10 * 1350 and stages["reflect"]["output_tokens"] == 10_000
-    assert est["total"]["total_tokens"] == est["total"]["input_tokens"] + est["total"]["output_tokens"]
-
-
-def test_estimate_agent_turns_trace_and_budget_note() -> None:
-    cfg = small_config("claude_code_exec")
-    cfg.budget.max_calls = 10
-    est = estimate(cfg, n_train=4, n_val=2, n_test=0, skill_chars=0, task_chars=0)
-    assert est["assumptions"]["agent_turns_per_rollout"] == 8
-    assert est["by_stage"]["baseline"]["input_tokens"] == 2 * 8 * 200
-    # 2 epochs x ceil(4 / 3) analyst calls, each with the trace block (4000 chars) per task
-    assert est["by_stage"]["reflect"]["input_tokens"] == 4 * (200 + 3 * 4600 // 4)
-    assert est["budget_check"] and "max_calls" in est["budget_check"][0]
-    assert estimate(cfg, 0, 2, 0)["steps"] == 0

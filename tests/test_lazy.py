@@ -36,3 +36,10 @@ def test_a_missing_package_fails_at_once() -> None:
     assert info.value.name == "no_such_package_skillgrad_test"
     json_module = lazy_import("json")
     assert json_module.dumps([1]) == "[1]"
+
+
+def test_the_claude_code_backend_does_not_import_its_sdk_until_used() -> None:
+    code = "import skillgrad.backends.claude_code, skillgrad.backends.claude_events"
+    assert "claude_agent_sdk" not in imported_after(code)
+    used = code + "\nskillgrad.backends.claude_code.sdk.ClaudeAgentOptions"
+    assert "claude_agent_sdk" in imported_after(used)

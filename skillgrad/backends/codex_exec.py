@@ -31,18 +31,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from skillgrad.backends.base import AgentResult, Effort, Message, Reply, Role, Usage
 from skillgrad.backends.codex_args import PASSTHROUGH, api_key, base_argv, cli_env, optimizer_args, toml_str
 from skillgrad.backends.codex_process import CodexRun, run_cli
 from skillgrad.backends.common import split_messages
 from skillgrad.backends.structured import complete_structured
 from skillgrad.backends.workspace import prepare_workspace
-from skillgrad.benchmarks.base import Task
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, UserError
 from skillgrad.templates import render
 from skillgrad.traces.codex import CodexSession, steps_from_codex_events
-from skillgrad.traces.steps import TraceStep
+from skillgrad.values import AgentResult, Effort, Message, Reply, Role, Task, TraceStep, Usage
 
 BACKEND = "codex_exec"
 PINNED_VERSION = "0.169.0"  # what `.ci/run` installs and the tests drive
@@ -283,20 +281,13 @@ class CodexChat:
         )
 
 
-def cache_settings(cfg: Config) -> dict[str, Any]:
-    """What shapes a target rollout besides the task and skill (part of the call-cache key)."""
-    m = cfg.model
-    return {
-        "sandbox": m.codex_sandbox,
-        "approval_policy": m.codex_approval_policy,
-        "max_turns": m.codex_max_turns,
-        "skill_name": cfg.skill.name,
-    }
+def new_run_state() -> None:
+    """No per-run state: each session starts its own CLI process."""
 
 
-def create_chat(cfg: Config, role: Role) -> CodexChat:
+def create_chat(cfg: Config, role: Role, state: None = None) -> CodexChat:
     return CodexChat(cfg, role)
 
 
-def create_agent(cfg: Config) -> CodexAgent:
+def create_agent(cfg: Config, state: None = None) -> CodexAgent:
     return CodexAgent(cfg)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from skillgrad.backends.base import Message, Role
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
+from skillgrad.values import Message, Role
 
 _OUT_OF_CREDIT = ("insufficient_quota", "exceeded your current quota", "credit balance", "billing")
 

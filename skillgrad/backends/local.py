@@ -28,12 +28,18 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
+from skillgrad.backends.local_models import (
+    DEFAULT_CACHE_DIR,
+    check_fits_memory,
+    check_gguf,
+    hub_parts,
+    resolve_model_value,
+)
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, UserError
 from skillgrad.lazy import lazy_import
-from skillgrad.models import DEFAULT_CACHE_DIR, check_fits_memory, check_gguf, hub_parts, resolve_model_value
+from skillgrad.values import Effort, Message, Reply, Role, Usage
 
 if TYPE_CHECKING:
     import xllamacpp
@@ -354,7 +360,7 @@ class LocalFactory:
         return LocalChat(
             runtime,
             role=role,
-            max_tokens=cfg.model.max_output_tokens,
+            max_tokens=cfg.model.max_output_tokens_for(role),
             temperature=cfg.model.temperature,
             json_retries=cfg.model.json_retries,
         )

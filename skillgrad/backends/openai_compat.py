@@ -7,28 +7,18 @@ failing afterwards becomes a one-line `BackendError` naming backend, model and b
 API key.
 
 Layout (LiteLLM "transformation" style): `build_request` and `parse_completion` are pure functions
-of their inputs; `OpenAIChat` only does I/O and error mapping around them.
+of their inputs; `OpenAIChat` only sends (the client, retries and error mapping are `SdkChat`'s).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.base import Effort, Message, Reply, Role, Usage
-from skillgrad.backends.common import (
-    describe_sdk_error,
-    fatal_sdk_error,
-    key_availability,
-    key_source,
-    one_line,
-)
-from skillgrad.backends.deadline import DeadlineTransport
-from skillgrad.backends.structured import complete_structured
+from skillgrad.backends.sdk_chat import RoleSettings, SdkChat, keyed_availability
 from skillgrad.config import Config
-from skillgrad.errors import BackendError
 from skillgrad.lazy import lazy_import
+from skillgrad.values import Effort, Message, Role, Usage
 
 if TYPE_CHECKING:
     import openai
@@ -36,10 +26,9 @@ else:
     openai = lazy_import("openai")  # loaded on first use
 
 BACKEND = "openai_chat"
+KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_MODEL = "gpt-4o-mini"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-# Local OpenAI-compatible servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK needs one.
-PLACEHOLDER_KEY = "not-needed"
 
 # List prices in USD per 1M tokens (input, output). Unknown models get cost_usd=None.
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
@@ -140,109 +129,47 @@ def is_response_format_rejection(exc: Exception, request: dict[str, Any]) -> boo
 
 
 # ---------------------------------------------------------------------------------------------
-# configuration
-
-
-def _api_key(cfg: Config, role: Role) -> str | None:
-    return cfg.model.api_key_for(role) or os.environ.get("OPENAI_API_KEY") or None
+# configuration and I/O
 
 
 def availability(cfg: Config) -> tuple[bool, str]:
     """Usable if the SDK imports and each role on this backend has an API key or a base_url."""
-    keys: dict[Role, str | None] = {r: _api_key(cfg, r) for r in ("optimizer", "target")}
-    return key_availability(cfg, BACKEND, keys, "OPENAI_API_KEY", "a local OpenAI-compatible server")
+    return keyed_availability(cfg, BACKEND, KEY_ENV, "a local OpenAI-compatible server")
 
 
-def create_chat(cfg: Config, role: Role) -> OpenAIChat:
-    m = cfg.model
-    return OpenAIChat(
-        model=m.model_for(role) or DEFAULT_MODEL,
-        base_url=m.base_url_for(role),
-        api_key=_api_key(cfg, role),
-        key_name=key_source(cfg, role, "OPENAI_API_KEY"),
-        temperature=m.temperature,
-        max_output_tokens=m.max_output_tokens,
-        timeout_s=m.timeout_s,
-        max_retries=m.max_retries,
-        json_retries=m.json_retries,
-    )
+def new_run_state() -> None:
+    """No per-run state: each chat model holds its own client."""
 
 
-# ---------------------------------------------------------------------------------------------
-# I/O
+def create_chat(cfg: Config, role: Role, state: None = None) -> OpenAIChat:
+    return OpenAIChat.for_role(RoleSettings.of(cfg, role, KEY_ENV, DEFAULT_MODEL))
 
 
-class OpenAIChat:
+class OpenAIChat(SdkChat):
     """ChatModel over `openai.OpenAI().chat.completions`. Thread-safe (one shared SDK client)."""
 
     name = BACKEND
+    sdk = openai
+    client_class = "OpenAI"
+    default_base_url = OPENAI_BASE_URL
+    key_env = KEY_ENV
+    use_response_format = True  # flipped off for good once the server rejects it with a 400
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        key_name: str = "OPENAI_API_KEY",
-        temperature: float = 0.0,
-        max_output_tokens: int = 1024,
-        timeout_s: float = 120.0,
-        max_retries: int = 4,
-        json_retries: int = 2,
-    ) -> None:
-        self.model = model
-        self.temperature = temperature
-        self.max_output_tokens = max_output_tokens
-        self.json_retries = json_retries
-        self._api_key = api_key
-        self._key_name = key_name
-        self._client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key or PLACEHOLDER_KEY,
-            max_retries=max_retries,
-            timeout=timeout_s,
-            # timeout_s bounds each attempt's wall-clock time, not only each read (deadline.py)
-            http_client=openai.DefaultHttpxClient(transport=DeadlineTransport(timeout_s)),
-        )
-        self.base_url = str(self._client.base_url).rstrip("/") or OPENAI_BASE_URL
-        # Flipped off for good once the server rejects `response_format` with a 400.
-        self.use_response_format = True
-
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        effort: Effort | None = None,
-        stage: str,
-    ) -> Reply:
-        return complete_structured(
-            lambda convo: self._call(convo, schema, effort, stage),
-            messages,
-            schema,
-            backend=self.name,
-            stage=stage,
-            retries=self.json_retries,
-        )
-
-    def _call(
+    def _send(
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
     ) -> tuple[str, Usage]:
         request = self._request(messages, schema, effort, stage)
-        try:
-            return parse_completion(self._send_with_fallback(request), self.model)
-        except (openai.APIError, ValueError) as exc:
-            raise self._error(stage, exc) from None
+        return parse_completion(self._send_with_fallback(request), self.model)
 
     def _send_with_fallback(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send; on a 400 to a `response_format` request, resend once without it, for good."""
         try:
-            return self._send(request)
+            return self._post(request)
         except openai.APIError as exc:
             if not is_response_format_rejection(exc, request):
                 raise
         self.use_response_format = False
-        return self._send({k: v for k, v in request.items() if k != "response_format"})
+        return self._post({k: v for k, v in request.items() if k != "response_format"})
 
     def _request(
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
@@ -258,19 +185,9 @@ class OpenAIChat:
             use_response_format=self.use_response_format,
         )
 
-    def _send(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, request: dict[str, Any]) -> dict[str, Any]:
         completion = self._client.chat.completions.create(**request)
         if not hasattr(completion, "model_dump"):  # the SDK hands back bodies it cannot parse
             raise ValueError(f"the response is not a chat completion: {str(completion)[:200]!r}")
         payload: dict[str, Any] = completion.model_dump()
         return payload
-
-    def _error(self, stage: str, exc: Exception) -> BackendError:
-        where = f"model {self.model!r} at {self.base_url}, stage '{stage}':"
-        fatal = fatal_sdk_error(exc, openai, self.name, where, self._key_name, self._api_key)
-        if fatal is not None:
-            return fatal
-        detail = one_line(describe_sdk_error(exc, openai), self._api_key)
-        return BackendError(
-            f"{self.name}: model {self.model!r} at {self.base_url}, stage '{stage}': {detail}"
-        )

@@ -1,125 +1,72 @@
-"""Backend name -> module, the roles it serves, and whether it is usable here.
+"""Backend name -> its loaded module (checked against its protocol), availability, and the
+backends of one run.
 
-Each backend module exposes:
-- `availability(cfg) -> tuple[bool, str]`: usable here?, and the reason when not (missing package,
-  CLI not found, no credentials). Must not make network calls.
-- `create_chat(cfg, role) -> ChatModel` for backends serving the optimizer role (and chat targets).
-- `create_agent(cfg) -> Agent` for agent harnesses (claude_code_exec, codex_exec).
-- `cache_settings(cfg) -> dict` for agent harnesses: the settings that shape a rollout (call-cache key).
-- optionally `new_run_state()`: one object per run, then passed as a third / second argument to
-  the factories above (see `Backends`). Chat backends used as a
-  target are wrapped in `ChatAgent` here, so the trainer only ever sees the two protocols.
+What each backend is (roles, harness, cache-key settings, turns per task) is its `BackendSpec` in
+`skillgrad.backend_specs`, read without loading anything; the module itself implements
+`ChatBackend` (or `HarnessBackend`) of `skillgrad.backends.base`. Chat backends used as a target
+are wrapped in `ChatAgent` here, so the trainer only ever sees the two role protocols.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from types import ModuleType
+from typing import Any
 
-from skillgrad.backends.base import Agent, ChatModel, Role
+from skillgrad.backend_specs import BACKENDS, BackendSpec, spec_for
+from skillgrad.backends.base import Agent, ChatBackend, ChatModel, HarnessBackend
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.values import Role
+
+__all__ = ["BACKENDS", "BackendSpec", "Backends", "availability", "load_backend", "make_agent", "make_chat"]
+
+_MEMBERS = ("availability", "new_run_state", "create_chat", "create_agent")
 
 
-@dataclass(frozen=True)
-class BackendSpec:
-    name: str
-    module: str
-    roles: tuple[Role, ...]
-    harness: bool  # True: a real agent harness (tools, workspace); False: a chat model
-    extra: str  # pip extra that installs its dependencies ("" when it needs none: codex_exec's is npm's)
-    trace_name: str | None = None  # harness name in the analyst's trace heading
-    trace_file: str = "trace_steps.txt"  # the rendered trace steps of each rollout
-    key_env: str = ""  # the environment variable its API key is read from (Ray workers get it there)
-
-    def load(self) -> ModuleType:
-        return importlib.import_module(self.module)
-
-
-BACKENDS: dict[str, BackendSpec] = {
-    spec.name: spec
-    for spec in (
-        BackendSpec(
-            "openai_chat",
-            "skillgrad.backends.openai_compat",
-            ("optimizer", "target"),
-            False,
-            "openai",
-            key_env="OPENAI_API_KEY",
-        ),
-        BackendSpec(
-            "anthropic_chat",
-            "skillgrad.backends.anthropic_api",
-            ("optimizer", "target"),
-            False,
-            "anthropic",
-            key_env="ANTHROPIC_API_KEY",
-        ),
-        BackendSpec(
-            "claude_code_exec",
-            "skillgrad.backends.claude_code",
-            ("optimizer", "target"),
-            True,
-            "claude",
-            trace_name="Claude",
-            trace_file="claude_trace_steps.txt",
-            key_env="ANTHROPIC_API_KEY",
-        ),
-        BackendSpec(
-            "codex_exec",
-            "skillgrad.backends.codex_exec",
-            ("optimizer", "target"),
-            True,
-            "",
-            trace_name="Codex",
-            key_env="OPENAI_API_KEY",
-        ),
-        BackendSpec("local", "skillgrad.backends.local", ("optimizer", "target"), False, "local"),
-    )
-}
-
-
-def spec_for(name: str) -> BackendSpec:
-    try:
-        return BACKENDS[name]
-    except KeyError:
-        raise UserError(f"unknown backend {name!r}; allowed values: {', '.join(BACKENDS)}") from None
+def load_backend(spec: BackendSpec) -> ChatBackend:
+    """Import the backend's module (ImportError when its package is missing) and check that it
+    implements its protocol: `HarnessBackend` for a harness, else `ChatBackend`."""
+    module = importlib.import_module(spec.module)
+    protocol = HarnessBackend if spec.harness else ChatBackend
+    if not isinstance(module, protocol):
+        missing = [m for m in _MEMBERS if hasattr(protocol, m) and not callable(getattr(module, m, None))]
+        raise TypeError(
+            f"backend {spec.name!r}: module {spec.module} does not implement {protocol.__name__} "
+            f"(missing: {', '.join(missing)})"
+        )
+    return module
 
 
 def availability(cfg: Config, name: str) -> tuple[bool, str]:
     spec = spec_for(name)
     try:
-        module = spec.load()
+        module = load_backend(spec)
     except ImportError as exc:
         return False, f"{exc.name or exc} is not installed: pip install 'skillgrad[{spec.extra}]'"
     ok, reason = module.availability(cfg)
     return bool(ok), str(reason)
 
 
-def _usable_module(cfg: Config, name: str, role: Role) -> ModuleType:
-    spec = spec_for(name)
+def _usable_module(cfg: Config, name: str, role: Role) -> ChatBackend:
     ok, reason = availability(cfg, name)
     if not ok:
         raise UserError(f"backend {name!r} ({role} role) is not usable here: {reason}")
-    return spec.load()
+    return load_backend(spec_for(name))
 
 
 class Backends:
-    """The backends of one run. A backend module that defines `new_run_state()` gets one such
-    object per run, passed to its factories, so both roles can share it (the local backend loads
-    its model once) without any process-global state."""
+    """The backends of one run. Each backend module's `new_run_state()` is called once per run
+    and its object handed to every factory call, so both roles can share it (the local backend
+    loads its model once) without any process-global state."""
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
-        self._states: dict[str, object] = {}
+        self._states: dict[str, Any] = {}
 
-    def _factory_args(self, module: ModuleType) -> tuple[object, ...]:
-        if not hasattr(module, "new_run_state"):
-            return ()
-        if module.__name__ not in self._states:
-            self._states[module.__name__] = module.new_run_state()
-        return (self._states[module.__name__],)
+    def _state(self, name: str, module: ChatBackend) -> Any:
+        if name not in self._states:
+            self._states[name] = module.new_run_state()
+        return self._states[name]
 
     def chat(self, role: Role, *, temperature: float | None = None) -> ChatModel:
         """The optimizer role's ChatModel (role='optimizer'), or a chat target's model;
@@ -128,17 +75,16 @@ class Backends:
         if temperature is not None:
             cfg = cfg.model_copy(deep=True)
             cfg.model.temperature = temperature
-        module = _usable_module(cfg, cfg.model.backend_for(role), role)
-        chat: ChatModel = module.create_chat(cfg, role, *self._factory_args(module))
-        return chat
+        name = cfg.model.backend_for(role)
+        module = _usable_module(cfg, name, role)
+        return module.create_chat(cfg, role, self._state(name, module))
 
     def agent(self) -> Agent:
         """The target role as an Agent: a harness directly, a chat backend through ChatAgent."""
         name = self.cfg.model.backend_for("target")
-        if spec_for(name).harness:
-            module = _usable_module(self.cfg, name, "target")
-            agent: Agent = module.create_agent(self.cfg, *self._factory_args(module))
-            return agent
+        module = _usable_module(self.cfg, name, "target")
+        if isinstance(module, HarnessBackend) and spec_for(name).harness:
+            return module.create_agent(self.cfg, self._state(name, module))
         from skillgrad.backends.chat_agent import ChatAgent
 
         return ChatAgent(self.chat("target"), effort=self.cfg.model.effort_for("target"))

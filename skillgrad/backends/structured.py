@@ -12,10 +12,10 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.base import Message, Reply, Usage
 from skillgrad.errors import StructuredOutputError
 from skillgrad.lazy import lazy_import
 from skillgrad.templates import render
+from skillgrad.values import Message, Reply, Usage
 
 if TYPE_CHECKING:
     import jsonschema

@@ -1,5 +1,6 @@
 """What every agent harness puts in a task's workspace: the skill as a SKILL.md with valid front
-matter, `task.md`, and `context.md` (never truncated). Only where the skill goes differs per harness."""
+matter (a package: its whole folder), `task.md`, and `context.md` (never truncated). Only where the
+skill goes differs per harness."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from pathlib import Path
 
 import yaml
 
-from skillgrad.benchmarks.base import Task
+from skillgrad.package.install import install, main_file
+from skillgrad.package.model import is_package
 from skillgrad.templates import render
+from skillgrad.values import Task
 
 SKILL_DESCRIPTION = "Conventions and procedures for the tasks in this workspace. Use it for every task."
 FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
@@ -47,8 +50,12 @@ def prepare_workspace(workspace: Path, task: Task, skill: str, skill_name: str, 
     """Install the skill under `workspace/skills_dir/<name>/SKILL.md` and write the task files.
     Returns the SKILL.md path."""
     skill_file = workspace / skills_dir / skill_name / "SKILL.md"
-    skill_file.parent.mkdir(parents=True, exist_ok=True)
-    skill_file.write_text(skill_markdown(skill_name, skill), encoding="utf-8")
+    markdown = skill_markdown(skill_name, main_file(skill))
+    if is_package(skill):  # the whole folder: references and scripts beside SKILL.md
+        install(skill_file.parent, skill, markdown)
+    else:
+        skill_file.parent.mkdir(parents=True, exist_ok=True)
+        skill_file.write_text(markdown, encoding="utf-8")
     note = ""
     if task.context:
         (workspace / "context.md").write_text(task.context, encoding="utf-8")

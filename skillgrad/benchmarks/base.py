@@ -1,4 +1,4 @@
-"""The Benchmark protocol and the Task / Score values.
+"""The Benchmark protocol (and the Task / Score values it exchanges, from skillgrad.values).
 
 Error contract: `load` raises `UserError` (one line naming the file and the fix) for missing or
 broken data, duplicate ids, or a split larger than the data. `score` never raises for a bad answer:
@@ -8,56 +8,16 @@ the files a task needs into a fresh workspace.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from skillgrad.text import clean_json, clean_text
+# The value types a benchmark exchanges, re-exported for benchmark authors (defined in values).
+from skillgrad.values import SPLITS, AgentResult, Score, Split, Task
 
 if TYPE_CHECKING:
-    from skillgrad.backends.base import AgentResult, ChatModel
+    from skillgrad.backends.base import ChatModel
 
-Split = Literal["train", "val", "test"]
-SPLITS: tuple[Split, ...] = ("train", "val", "test")
-
-
-@dataclass(frozen=True)
-class Task:
-    """One scored task. `question` is the instruction; `context` is long material (never truncated:
-    agent targets get it as a file). `answers` are the accepted answers shown in feedback."""
-
-    id: str
-    question: str
-    context: str | None = None
-    answers: tuple[str, ...] = ()
-    meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # Tasks come from data files: lone surrogates go here, once (see skillgrad.text).
-        object.__setattr__(self, "id", clean_text(self.id))
-        object.__setattr__(self, "question", clean_text(self.question))
-        object.__setattr__(self, "context", clean_text(self.context) if self.context else self.context)
-        object.__setattr__(self, "answers", tuple(clean_text(a) for a in self.answers))
-        object.__setattr__(self, "meta", clean_json(self.meta))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "question": self.question,
-            "context": self.context,
-            "answers": list(self.answers),
-            "meta": self.meta,
-        }
-
-
-@dataclass(frozen=True)
-class Score:
-    value: float  # in [0, 1]
-    passed: bool
-    feedback: str  # tells the analyst what was expected and what went wrong
-
-    def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "passed": self.passed, "feedback": self.feedback}
+__all__ = ["SPLITS", "AgenticBenchmark", "Benchmark", "JudgedBenchmark", "Score", "Split", "Task"]
 
 
 class Benchmark(Protocol):

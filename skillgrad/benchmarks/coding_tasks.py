@@ -29,24 +29,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillgrad.benchmarks.base import Score, Split, Task
 from skillgrad.benchmarks.qa import make_task, require_data
 from skillgrad.benchmarks.sandbox import RunResult, Sandbox
 from skillgrad.benchmarks.splits import parse_options, split_pool
 from skillgrad.config import BenchmarkConfig, Config
 from skillgrad.errors import UserError
+from skillgrad.templates import render
+from skillgrad.values import Score, Split, Task
 
 if TYPE_CHECKING:
-    from skillgrad.backends.base import AgentResult
+    from skillgrad.values import AgentResult
 
 VERDICT_PLUGIN_DIR = Path(__file__).with_name("pytest_judge")  # holds only skillgrad_verdict.py
 MAX_SOLUTION_BYTES = 4 * 1024 * 1024
-
-_QUESTION = (
-    "Solve the coding exercise '{slug}'. Edit {solution} in your working directory so that the "
-    "tests in {tests} pass. The instructions are in instructions.md (also below). Do not modify "
-    "the test files."
-)
 
 
 class CodingOptions(BaseModel):
@@ -85,7 +80,13 @@ def read_exercises(root: Path, only: list[str] | None) -> list[Task]:
         solution, tests = _exercise_files(folder)
         if not all((folder / f).is_file() for f in solution + tests):
             continue  # not an exercise (or an incomplete one): skip rather than fail the whole run
-        question = _QUESTION.format(slug=folder.name, solution=", ".join(solution), tests=", ".join(tests))
+        question = render(
+            "skillgrad.benchmarks",
+            "coding_task",
+            slug=folder.name,
+            solution=", ".join(solution),
+            tests=", ".join(tests),
+        )
         tasks.append(
             make_task(
                 folder.name,

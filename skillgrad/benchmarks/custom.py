@@ -21,13 +21,13 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from skillgrad.benchmarks.base import Score, Task
 from skillgrad.benchmarks.qa import PoolBenchmark, TaskScorer, answer_scorer, read_qa_jsonl, require_data
 from skillgrad.benchmarks.registry import import_object
 from skillgrad.benchmarks.scoring import SCORERS
 from skillgrad.benchmarks.splits import parse_options
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.values import Score, Task
 
 UserScorer = Callable[[str, Task], "Score | float | bool"]
 

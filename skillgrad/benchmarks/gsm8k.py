@@ -18,12 +18,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from skillgrad.benchmarks.base import Task
 from skillgrad.benchmarks.qa import PoolBenchmark, answer_scorer, make_task
 from skillgrad.benchmarks.scoring import extract_number, format_number, score_numeric
 from skillgrad.benchmarks.splits import hub_rows, iter_jsonl, parse_options, row_id, text_field
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.values import Task
 
 
 class GSM8KOptions(BaseModel):

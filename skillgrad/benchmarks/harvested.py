@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillgrad.benchmarks.base import SPLITS, Score, Split, Task
 from skillgrad.benchmarks.qa import make_task, require_data
 from skillgrad.benchmarks.splits import iter_jsonl, parse_options, row_id, text_field
 from skillgrad.config import BenchmarkConfig, Config
@@ -33,9 +32,11 @@ from skillgrad.errors import UserError
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.traces.view import render_view
+from skillgrad.values import SPLITS, Score, Split, Task
 
 if TYPE_CHECKING:
-    from skillgrad.backends.base import AgentResult, ChatModel
+    from skillgrad.backends.base import ChatModel
+    from skillgrad.values import AgentResult
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -114,7 +115,7 @@ class HarvestedBenchmark:
             shutil.copytree(self.workspace, workspace, symlinks=True, dirs_exist_ok=True)
 
     def judge_messages(self, task: Task, result: AgentResult) -> list[Any]:
-        from skillgrad.backends.base import Message
+        from skillgrad.values import Message
 
         rubric = "\n".join(f"- {line}" for line in task.meta.get("rubric", [])) or "- Does what was asked."
         user = render(

@@ -31,11 +31,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillgrad.backends.base import AgentResult
-from skillgrad.benchmarks.base import SPLITS, Score, Split, Task
 from skillgrad.benchmarks.splits import parse_options
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.values import SPLITS, AgentResult, Score, Split, Task
 
 Family = Literal["date", "money", "name", "yesno", "length", "order"]
 FAMILIES: tuple[Family, ...] = ("date", "money", "name", "yesno", "length", "order")

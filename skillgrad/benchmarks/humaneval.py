@@ -26,19 +26,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillgrad.benchmarks.base import Score, Task
 from skillgrad.benchmarks.qa import PoolBenchmark, TaskScorer, make_task
 from skillgrad.benchmarks.sandbox import RunResult, Sandbox
 from skillgrad.benchmarks.splits import iter_jsonl, parse_options, row_id, text_field
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.templates import render
+from skillgrad.values import Score, Task
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
-
-_INSTRUCTION = (
-    "Complete the Python function below. Reply with the complete function (signature, body and any "
-    "imports it needs) in one ```python code block.\n\n```python\n{prompt}```"
-)
 
 
 class HumanEvalOptions(BaseModel):
@@ -68,7 +64,7 @@ def read_humaneval(path: Path) -> list[Task]:
         entry = text_field(row, "entry_point", where)
         assert prompt is not None and test is not None and entry is not None  # required fields
         raw_id = row_id({"id": row.get("task_id", row.get("id"))}, where, f"humaneval-{lineno}")
-        question = _INSTRUCTION.format(prompt=prompt)
+        question = render("skillgrad.benchmarks", "humaneval_task", prompt=prompt)
         tasks.append(make_task(raw_id, question, None, (), prompt=prompt, test=test, entry_point=entry))
     if not tasks:
         raise UserError(f"{path}: no items; expected JSONL lines of {{task_id, prompt, test, entry_point}}")

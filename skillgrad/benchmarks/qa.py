@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from skillgrad.benchmarks.base import Score, Split, Task
 from skillgrad.benchmarks.scoring import Scorer, score_exact, score_f1
 from skillgrad.benchmarks.splits import (
     answers_field,
@@ -30,9 +29,10 @@ from skillgrad.benchmarks.splits import (
 )
 from skillgrad.config import BenchmarkConfig, Config
 from skillgrad.errors import UserError
+from skillgrad.values import Score, Split, Task
 
 if TYPE_CHECKING:
-    from skillgrad.backends.base import AgentResult
+    from skillgrad.values import AgentResult
 
 TaskScorer = Callable[[Task, str], Score]
 

@@ -24,7 +24,9 @@ BUILTINS: dict[str, str] = {
     "coding_tasks": "skillgrad.benchmarks.coding_tasks",
     "custom": "skillgrad.benchmarks.custom",
     "housestyle": "skillgrad.benchmarks.housestyle",
+    "housefacts": "skillgrad.benchmarks.housefacts",
     "harvested": "skillgrad.benchmarks.harvested",
+    "housecli": "skillgrad.benchmarks.housecli",
 }
 
 
@@ -71,23 +73,28 @@ def _import_module(name: str, base_dir: Path | None) -> Any:
 def load_benchmark(cfg: Config) -> Benchmark:
     """The benchmark named by `cfg.benchmark.name`; UserError for an unknown name or bad data."""
     name = cfg.benchmark.name
+    check_benchmark_name(name)
     if name in BUILTINS:
         module = importlib.import_module(BUILTINS[name])
         bench: Benchmark = module.create(cfg)
         return bench
-    if ":" in name:
-        factory = import_object(name, "benchmark.name", cfg.base_dir)
-        if not callable(factory):
-            raise UserError(
-                f"benchmark.name {name!r}: not a callable factory; define create(cfg) -> Benchmark"
-            )
-        bench = factory(cfg)
-        missing = [m for m in ("load", "score") if not callable(getattr(bench, m, None))]
-        if missing or not isinstance(getattr(bench, "name", None), str):
-            lacks = ", ".join(missing) or "name"
-            raise UserError(
-                f"benchmark.name {name!r}: the factory's result lacks {lacks} (see benchmarks/base.py)"
-            )
-        return bench
+    # a module:function factory
+    factory = import_object(name, "benchmark.name", cfg.base_dir)
+    if not callable(factory):
+        raise UserError(f"benchmark.name {name!r}: not a callable factory; define create(cfg) -> Benchmark")
+    bench = factory(cfg)
+    missing = [m for m in ("load", "score") if not callable(getattr(bench, m, None))]
+    if missing or not isinstance(getattr(bench, "name", None), str):
+        lacks = ", ".join(missing) or "name"
+        raise UserError(
+            f"benchmark.name {name!r}: the factory's result lacks {lacks} (see benchmarks/base.py)"
+        )
+    return bench
+
+
+def check_benchmark_name(name: str) -> None:
+    """UserError unless `name` is a built-in benchmark or a `module:function` factory."""
+    if name in BUILTINS or ":" in name:
+        return
     allowed = ", ".join(BUILTINS)
     raise UserError(f"benchmark.name {name!r}: unknown benchmark; allowed: {allowed}, or module:function")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from skillgrad.benchmarks.base import Score
+from skillgrad.values import Score
 
 Scorer = Callable[[str, Sequence[str]], Score]
 

@@ -24,12 +24,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from skillgrad.benchmarks.base import SPLITS, Split, Task
 from skillgrad.benchmarks.qa import PoolBenchmark, answer_scorer, make_task, read_qa_jsonl
 from skillgrad.benchmarks.scoring import score_exact, score_f1
 from skillgrad.benchmarks.splits import hub_rows, parse_options, read_id_manifest
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.values import SPLITS, Split, Task
 
 
 class SearchQAOptions(BaseModel):

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from skillgrad.benchmarks.base import SPLITS, Split, Task
 from skillgrad.config import BenchmarkConfig
 from skillgrad.errors import UserError
 from skillgrad.text import clean_json
+from skillgrad.values import SPLITS, Split, Task
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _UNSAFE_RUN = re.compile(r"[^A-Za-z0-9._-]+")

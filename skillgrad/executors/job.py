@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillgrad.backends.base import Agent, AgentResult
-from skillgrad.backends.registry import Backends, spec_for
-from skillgrad.benchmarks.base import Task
+from skillgrad.backend_specs import spec_for
+from skillgrad.backends.base import Agent
+from skillgrad.backends.registry import Backends
 from skillgrad.config import Config
 from skillgrad.snapshot import restore_tree, safe_relative_path, snapshot_tree
+from skillgrad.values import AgentResult, Task
 
 MAX_WORKSPACE_BYTES = 64 * 1024 * 1024  # a workspace larger than this is not shipped
 

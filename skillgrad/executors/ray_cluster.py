@@ -27,12 +27,12 @@ from types import ModuleType, TracebackType
 from typing import Any
 
 import skillgrad
-from skillgrad.backends.base import Agent, AgentResult
-from skillgrad.backends.registry import spec_for
-from skillgrad.benchmarks.base import Task
+from skillgrad.backend_specs import spec_for
+from skillgrad.backends.base import Agent
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.executors.job import RolloutWorker, job_for, restore_outcome, secret_env, worker_config
+from skillgrad.values import AgentResult, Task
 
 
 def import_ray() -> ModuleType:

@@ -21,6 +21,7 @@ from typing import Any
 from skillgrad.atomic import write_json_atomic, write_text_atomic
 from skillgrad.backends.workspace import FRONT_MATTER, skill_markdown
 from skillgrad.errors import UserError
+from skillgrad.package.model import is_package
 from skillgrad.report.data import Run, load_run
 
 
@@ -90,6 +91,11 @@ def propose(run_dir: Path, target: Path) -> dict[str, Any]:
     if not run.summary or run.best_skill is None:
         raise UserError(
             f"{run_dir}: the run has no summary.json or best_skill.md yet; let it finish (or --resume it)"
+        )
+    if is_package(run.best_skill):
+        raise UserError(
+            f"{run_dir}: the run trained a skill package; a proposal replaces one SKILL.md, so copy "
+            f"{run_dir / 'best_skill'} into place yourself"
         )
     if run.summary.get("best_version") in (None, "v0000"):
         raise UserError(

@@ -20,8 +20,9 @@ from skillgrad.text import clean_text
 from skillgrad.traces.claude import steps_from_events
 from skillgrad.traces.codex_rollout import is_rollout_record, patched_files, rollout_request, rollout_steps
 from skillgrad.traces.records import iter_numbered_records
-from skillgrad.traces.steps import TraceStep, one_line
+from skillgrad.traces.steps import one_line
 from skillgrad.traces.user_turns import user_step
+from skillgrad.values import TraceStep
 
 _READ_TOOLS = {"Read": "file_path", "NotebookRead": "notebook_path"}
 _WRITE_TOOLS = {

@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from skillgrad.backends.base import ChatModel, Effort, Message, Reply, Usage
+from skillgrad.backends.base import ChatModel
 from skillgrad.budget import Ledger
-from skillgrad.cache import saved_usage
 from skillgrad.loop.rounds import CallClock
+from skillgrad.values import Effort, Message, Reply, Usage
 
 
 class BudgetStop(Exception):
@@ -94,5 +94,5 @@ class MeteredChatModel:
         stage: str = "",
     ) -> Reply:
         reply = self.inner.complete(messages, schema=schema, effort=effort, stage=stage or self.stage)
-        self.accounting.record_unreserved(self.role, self.stage, reply.usage, saved_usage(reply))
+        self.accounting.record_unreserved(self.role, self.stage, reply.usage, reply.saved)
         return reply

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from skillgrad.loop.rollout import Rollout
+from skillgrad.values import Rollout
 
 
 @dataclass

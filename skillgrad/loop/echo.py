@@ -3,7 +3,9 @@
 Weak optimizers copy whatever concrete text the prompt shows (issue 11: 19 of 41 proposals were
 the prompt's examples verbatim). The templates now show placeholders only, and anything an edit
 would bring in that is a line or a quoted span of a template, or a long stretch of one, is
-dropped before selection, so a copied edit never costs a validation run.
+dropped before selection, so a copied edit never costs a validation run. The step's failed answers
+count as prompt text too (`with_failed_answers`): a small analyst copies the wrong answer it was
+shown, and a rule that restates a wrong answer can only teach the mistake.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from importlib import resources
 from skillgrad.skill import Edit, normalize_text
 
 _QUOTED = re.compile(r'"([^"\n]+)"')
-_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_MARKER = re.compile(r"^\s*(?:[-*+#]+|\d+[.)])\s+")
+_PLACEHOLDER = re.compile(r"\$\{?\w+\}?")
 MIN_STRETCH_CHARS = 24  # shorter contents ("YES", "end") may occur in a template by chance
+MIN_SCAFFOLD_CHARS = 8  # a template line with less fixed text than this matches too much
 
 
 def _clean(text: str) -> str:
@@ -31,18 +35,45 @@ def template_texts(package: str = "skillgrad.loop") -> list[str]:
 class PromptEcho:
     """`echo(edit)` is true when the edit's new text was copied from one of `texts`."""
 
-    def __init__(self, texts: Iterable[str]) -> None:
-        texts = list(texts)
+    def __init__(self, texts: Iterable[str], copied_texts: Iterable[str] = ()) -> None:
+        """`texts`: prompt templates (their placeholder lines are scaffolding patterns);
+        `copied_texts`: other prompt text an edit must not restate (the step's failed answers)."""
+        self.templates = list(texts)
+        self.copied_texts = [t for t in copied_texts if t.strip()]
+        texts = [*self.templates, *self.copied_texts]
         self.phrases = {_clean(line) for text in texts for line in text.splitlines() if line.strip()}
         self.phrases |= {_clean(m) for text in texts for m in _QUOTED.findall(text)}
+        # a heading's title ("## The skill is empty: ..." -> "the skill is empty")
+        self.phrases |= {p.split(": ")[0] for p in self.phrases if ": " in p}
         self.corpus = "\n".join(normalize_text(text) for text in texts)
+        # A template line with placeholders is the prompt's scaffolding: "### Task $index: $status
+        # (score $score)" renders as "Task 2: FAILED (score 0.00)", which is no rule either.
+        self.scaffolds = [
+            _scaffold(line) for text in self.templates for line in text.splitlines() if _is_scaffold(line)
+        ]
 
     @classmethod
     def of_templates(cls, package: str = "skillgrad.loop") -> PromptEcho:
         return cls(template_texts(package))
 
+    def with_failed_answers(self, answers: Iterable[str]) -> PromptEcho:
+        """This filter plus the given failed answers of the step (blank ones ignored)."""
+        return PromptEcho(self.templates, [*self.copied_texts, *answers])
+
     def __call__(self, edit: Edit) -> bool:
         text = _clean(edit.content)
         if not text:
             return False
-        return text in self.phrases or (len(text) >= MIN_STRETCH_CHARS and text in self.corpus)
+        if text in self.phrases or (len(text) >= MIN_STRETCH_CHARS and text in self.corpus):
+            return True
+        return any(p.fullmatch(text) for p in self.scaffolds)
+
+
+def _is_scaffold(line: str) -> bool:
+    return bool(_PLACEHOLDER.search(line)) and len(_clean(_PLACEHOLDER.sub("", line))) >= MIN_SCAFFOLD_CHARS
+
+
+def _scaffold(line: str) -> re.Pattern[str]:
+    """The rendered forms of a template line: its fixed text, anything where a placeholder was."""
+    parts = _PLACEHOLDER.split(_clean(line))
+    return re.compile(".+".join(re.escape(part) for part in parts))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillgrad.skill import Edit, normalize_text
+from skillgrad.skill import Edit
 
 
 @dataclass
@@ -64,11 +64,11 @@ def _resolve_conflicts(edits: list[MergedEdit]) -> list[MergedEdit]:
     for item in edits:
         if item.edit.op == "add":
             continue
-        target = normalize_text(item.edit.target)
+        target = item.edit.key()[1]  # the target text, within its file; a create's is its file
         current = best.get(target)
         if current is None or (item.support, item.failures) > (current.support, current.failures):
             best[target] = item
-    return [m for m in edits if m.edit.op == "add" or best[normalize_text(m.edit.target)] is m]
+    return [m for m in edits if m.edit.op == "add" or best[m.edit.key()[1]] is m]
 
 
 MERGERS: dict[str, type[UnionMerge]] = {"union": UnionMerge}

@@ -7,13 +7,15 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from skillgrad.backends.base import ChatModel, Effort, Message, Reply
+from skillgrad.backends.base import ChatModel
 from skillgrad.loop.merge import Patch
-from skillgrad.loop.rollout import Rollout
+from skillgrad.package.model import as_package
+from skillgrad.package.prompt import package_schema, package_targets, package_view
 from skillgrad.skill import END_ANCHOR, Edit, edit_targets
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.traces.view import render_view
+from skillgrad.values import Effort, Message, Reply, Rollout
 
 PROMPTS = "skillgrad.loop"
 ANALYST_CONTEXT_CHARS = 1500  # the analyst needs the gist of long contexts, the agent gets all of it
@@ -71,6 +73,8 @@ class AnalystInputs:
     caps: TraceCaps
     trace_budget: int = 12000  # characters shared by every trace section of one prompt
     trace_heading: str = TRACE_HEADING
+    package_chars: int = 12000  # a package's files shown in full (skill.prompt_chars)
+    budget: int | None = None  # the skill's size budget (skill.max_chars), stated when set
 
 
 def trace_sections(inputs: AnalystInputs) -> list[str]:
@@ -116,12 +120,18 @@ def _task_block(index: int, rollout: Rollout, inputs: AnalystInputs, trace: str)
     )
 
 
-def targets_section(skill: str) -> str:
+def targets_section(skill: str, budget: int | None = None) -> str:
+    package = as_package(skill)
+    if package is not None:
+        return package_targets(package, budget)
     lines = edit_targets(skill)
     if not lines:
         return render(PROMPTS, "analyst_targets_empty")
     listed = "\n".join(json.dumps(t, ensure_ascii=False) for t in lines)
-    return render(PROMPTS, "analyst_targets", lines=listed)
+    section = render(PROMPTS, "analyst_targets", lines=listed)
+    return (
+        section if budget is None else f"{section}\nSize budget: at most {budget} chars (now {len(skill)}).\n"
+    )
 
 
 def prompt_sections(inputs: AnalystInputs) -> dict[str, object]:
@@ -136,8 +146,12 @@ def prompt_sections(inputs: AnalystInputs) -> dict[str, object]:
     if inputs.rejected:
         lines = "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in inputs.rejected)
         rejected = render(PROMPTS, "analyst_rejected", edits=lines)
+    package = as_package(inputs.skill)
+    skill = inputs.skill.strip() or "(the skill is empty)"
+    if package is not None:
+        skill = package_view(package, inputs.rollouts, inputs.package_chars, inputs.budget)
     return {
-        "skill": inputs.skill.strip() or "(the skill is empty)",
+        "skill": skill,
         "n_failed": failed,
         "n_passed": len(inputs.rollouts) - failed,
         "tasks": tasks,
@@ -152,7 +166,8 @@ def tidy_messages(system: str, user: str) -> list[Message]:
 
 
 def analyst_messages(inputs: AnalystInputs) -> list[Message]:
-    user = render(PROMPTS, "analyst_user", targets=targets_section(inputs.skill), **prompt_sections(inputs))
+    targets = targets_section(inputs.skill, inputs.budget)
+    user = render(PROMPTS, "analyst_user", targets=targets, **prompt_sections(inputs))
     return tidy_messages(render(PROMPTS, "analyst_system", max_edits=inputs.max_edits), user)
 
 
@@ -171,9 +186,13 @@ def reflect(
     optimizer: ChatModel, inputs: AnalystInputs, minibatch: int, effort: Effort | None, proposal: int = 0
 ) -> tuple[Patch, Reply, list[Message]]:
     messages = analyst_messages(inputs)
-    reply = optimizer.complete(
-        messages, schema=patch_schema(inputs.skill, inputs.max_edits), effort=effort, stage="reflect"
+    package = as_package(inputs.skill)
+    schema = (
+        patch_schema(inputs.skill, inputs.max_edits)
+        if package is None
+        else package_schema(package, inputs.max_edits)
     )
+    reply = optimizer.complete(messages, schema=schema, effort=effort, stage="reflect")
     failures = sum(1 for r in inputs.rollouts if not r.score.passed)
     patch = parse_patch(reply.data, minibatch, failures, inputs.max_edits)
     return replace(patch, proposal=proposal), reply, messages

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from skillgrad.backends.base import ChatModel, Effort, Message, Reply
+from skillgrad.backends.base import ChatModel
 from skillgrad.loop.merge import Patch
 from skillgrad.loop.reflect import PROMPTS, AnalystInputs, prompt_sections, reflect, tidy_messages
 from skillgrad.skill import diff_edits
 from skillgrad.templates import render
+from skillgrad.values import Effort, Message, Reply
 
 _SKILL_BLOCK = re.compile(r"<skill>\s*\n?(.*?)</skill>", re.DOTALL)
 _FENCE = re.compile(r"```(?:markdown|md)?\s*\n(.*?)```", re.DOTALL)

@@ -9,32 +9,14 @@ import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from skillgrad.backends.base import Agent, AgentResult
-from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, Score, Task
-from skillgrad.cache import saved_usage
+from skillgrad.backends.base import Agent
+from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark
 from skillgrad.errors import FatalBackendError
+from skillgrad.values import AgentResult, Rollout, Score, Task
 
-
-@dataclass
-class Rollout:
-    task: Task
-    result: AgentResult
-    score: Score
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.score.to_json(),
-            "answer": self.result.answer,
-            "expected": list(self.task.answers),
-            "is_error": self.result.is_error,
-            "error": self.result.error,
-            # What the rollout cost, whether paid now or answered from the call cache.
-            "usage": (saved_usage(self.result) or self.result.usage).to_json(),
-        }
+__all__ = ["Rollout", "mean_score", "run_rollouts", "score_safely"]
 
 
 def mean_score(rollouts: list[Rollout]) -> float:

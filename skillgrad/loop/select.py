@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from skillgrad.loop.merge import MergedEdit
-from skillgrad.skill import Edit, SkillDoc, normalize_text
+from skillgrad.package.doc import open_skill
+from skillgrad.skill import Edit, normalize_text
 
 
 class Schedule(Protocol):
@@ -59,6 +60,7 @@ REJECTED = "rejected earlier this epoch"
 INAPPLICABLE = "cannot apply to the current skill"
 CLIPPED = "over the learning rate"
 DROP_REASONS = (COPIED, REJECTED, INAPPLICABLE, CLIPPED)
+COPIES_TASK = "copies task text"  # counted only when it happens (optimizer.allow_task_text)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,9 @@ class Selection:
     dropped: list[Dropped] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
-        return {why: sum(1 for d in self.dropped if d.why == why) for why in DROP_REASONS}
+        counts = {why: sum(1 for d in self.dropped if d.why == why) for why in DROP_REASONS}
+        copies = sum(1 for d in self.dropped if d.why == COPIES_TASK)
+        return {**counts, COPIES_TASK: copies} if copies else counts
 
 
 def rule_key(edit: Edit) -> tuple[str, str]:
@@ -95,15 +99,21 @@ def select_valid(
     rejected: list[Edit],
     copied: Callable[[Edit], bool],
     max_chars: int | None = None,
+    budget: int | None = None,
+    copies_task: Callable[[Edit], str | None] = lambda _edit: None,
 ) -> Selection:
-    """Selection after validity: walk the ranked edits, drop those copied from the prompt, those
-    rejected earlier this epoch and those that do not apply to the skill as it stands after the
-    edits already selected; only what applies counts against the learning rate."""
+    """Selection after validity: walk the ranked edits, drop those copied from the prompt or
+    from a task's text, those rejected earlier this epoch and those that do not apply to the
+    skill as it stands after the edits already selected (a package is held to `budget`); only
+    what applies counts against the learning rate."""
     rejected_keys = {rule_key(e) for e in rejected}
-    doc, out = SkillDoc(skill), Selection()
+    doc, out = open_skill(skill, budget), Selection()
     for item in ranked:
+        task_id = copies_task(item.edit)
         if copied(item.edit):
             out.dropped.append(Dropped(item, COPIED))
+        elif task_id is not None:
+            out.dropped.append(Dropped(item, COPIES_TASK, f"task {task_id}"))
         elif rule_key(item.edit) in rejected_keys:
             out.dropped.append(Dropped(item, REJECTED))
         elif len(out.selected) >= learning_rate:

@@ -11,9 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillgrad.backends.base import Agent, ChatModel
-from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark, Task
-from skillgrad.cache import CachedAgent, saved_usage
+from skillgrad.backends.base import Agent, ChatModel, ResamplingAgent
+from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
 from skillgrad.loop.accounting import Accounting, MeteredChatModel
@@ -21,10 +20,11 @@ from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
 from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
 from skillgrad.loop.rewrite import ANALYSTS
-from skillgrad.loop.rollout import Rollout, mean_score, run_rollouts
+from skillgrad.loop.rollout import mean_score, run_rollouts
 from skillgrad.loop.state import TrainState
 from skillgrad.runs import TRACE_FILE, RunDir
 from skillgrad.traces.steps import TraceCaps
+from skillgrad.values import Rollout, Task
 
 
 class TrainingFailed(RuntimeError):
@@ -45,7 +45,7 @@ class Roles:
 def resampled(agent: Agent, repeat: int) -> Agent:
     """The agent for the repeat-th run of a task: a distinct call, also for the call cache
     (repeat 0 is the plain call, so one repeat keys exactly as before)."""
-    if repeat and isinstance(agent, CachedAgent):
+    if repeat and isinstance(agent, ResamplingAgent):
         return agent.with_salt(f"{agent.salt}\x00repeat={repeat}")
     return agent
 
@@ -68,7 +68,7 @@ class Stages:
         self.accounting = accounting
         self.caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
         # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not to.
-        self.include_traces = roles.harness and cfg.model.traces_to_optimizer(cfg.model.backend_for("target"))
+        self.include_traces = cfg.model.analyst_sees_traces()
         self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
         self.analyst = ANALYSTS[cfg.optimizer.edit_mode]
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
@@ -104,7 +104,7 @@ class Stages:
         done = [0]
 
         def on_done(index: int, rollout: Rollout) -> None:
-            self.accounting.record("target", stage, rollout.result.usage, saved_usage(rollout.result))
+            self.accounting.record("target", stage, rollout.result.usage, rollout.result.saved)
             self.run.write_rollout(
                 folder_of(index),
                 rollout,
@@ -166,6 +166,8 @@ class Stages:
                     self.caps,
                     self.cfg.trace.prompt_chars,
                     self.trace_heading,
+                    package_chars=self.cfg.skill.prompt_chars,
+                    budget=self.cfg.skill.max_chars,
                 )
                 name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "")
                 record_path = self.run.step_dir(step) / "reflections" / f"{name}.json"
@@ -180,7 +182,7 @@ class Stages:
                     self.accounting.release()
                     self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
                     return exc
-                self.accounting.record("optimizer", "reflect", reply.usage, saved_usage(reply))
+                self.accounting.record("optimizer", "reflect", reply.usage, reply.saved)
             self.run.write_json(record_path, reflection_record(index, minibatch, messages, reply, patch))
             return patch
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from skillgrad.runs import version_name
 from skillgrad.skill import Edit
 
 ValResults = dict[str, list[float]]  # task id -> score of each repeat
-
-
-def version_name(version: int) -> str:
-    return f"v{version:04d}"
 
 
 @dataclass
@@ -33,6 +30,7 @@ class TrainState:
     # skill content hash -> train task ids that passed with it (for the `no_failures` stop)
     train_passed: dict[str, list[str]] = field(default_factory=dict)
     rounds: int = 0  # sequential rounds of calls so far (observed), kept across a resume
+    task_text_copies: int = 0  # edits dropped because they copy a task's text
 
     def outcome(self) -> dict[str, Any]:
         """The scores and counts a run summary reports."""
@@ -44,6 +42,9 @@ class TrainState:
             "steps": self.step,
             "accepted": self.accepted,
             "rejected": self.rejected,
+            # a step is accepted, rejected, or skipped (no edit applied: nothing to validate)
+            "skipped": max(0, self.step - self.accepted - self.rejected),
+            "task_text_copies": self.task_text_copies,
         }
 
     def to_json(self) -> dict[str, Any]:

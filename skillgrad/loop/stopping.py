@@ -10,11 +10,11 @@
 
 from __future__ import annotations
 
-from skillgrad.benchmarks.base import Task
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.gate import Gate, ValResults, can_still_pass
 from skillgrad.loop.state import TrainState
 from skillgrad.skill import SkillDoc
+from skillgrad.values import Task
 
 
 def stop_reason(

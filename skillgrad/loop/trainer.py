@@ -18,25 +18,27 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from skillgrad.benchmarks.base import Benchmark, Task
+from skillgrad.benchmarks.base import Benchmark
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
-from skillgrad.loop.echo import PromptEcho
+from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import make_gate, mean_of
-from skillgrad.loop.merge import MERGERS
-from skillgrad.loop.rollout import Rollout, mean_score
-from skillgrad.loop.select import RANKERS, SCHEDULES, select_valid
+from skillgrad.loop.rollout import mean_score
+from skillgrad.loop.select import SCHEDULES
 from skillgrad.loop.stages import Roles, Stages, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.loop.stopping import stop_reason
 from skillgrad.loop.validate import Validation, ValUnit, validate
 from skillgrad.loop.verdict import gate_record, judge
+from skillgrad.package.doc import PackageDoc
+from skillgrad.package.folder import read_skill_at
 from skillgrad.runs import RunDir
-from skillgrad.skill import EditOutcome, SkillDoc
+from skillgrad.skill import Edit, EditOutcome, SkillDoc
+from skillgrad.values import Rollout, Task
 
 __all__ = ["Roles", "Trainer", "TrainingFailed"]
 
@@ -62,15 +64,15 @@ class Trainer:
         self.ledger = ledger
         self.initial_skill = initial_skill
         self.gate = make_gate(cfg.optimizer.gate, cfg.optimizer.gate_alpha)
-        self.merger = MERGERS[cfg.optimizer.merge]()
-        self.ranker = RANKERS[cfg.optimizer.rank]()
         self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
-        self.echo = PromptEcho.of_templates()
+        self.candidates = Candidates(cfg, run, events)
         self.accounting = Accounting(ledger)
         self.stages = Stages(cfg, benchmark, roles, run, events, self.accounting)
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
         self._splits: dict[str, list[Task]] = {}
         self._rounds_before = 0  # observed rounds of earlier sessions of a resumed run
+        # wall seconds and number of the earlier processes of a resumed run (resume.earlier_sessions)
+        self.earlier_wall_s, self.earlier_sessions = 0.0, 0
 
     def rollouts(self, tasks: list[Task], skill: str, prefix: Path, stage: str, step: int) -> list[Rollout]:
         return self.stages.rollouts(tasks, skill, prefix, stage, step)
@@ -100,40 +102,17 @@ class Trainer:
         step, epoch, batch = plan[index]
         self.accounting.start_step()
         before = state.current_score
-        folder = self.run.step_dir(step)
         lr = self.schedule(
             step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
         )
         train = self.train_batch(state, step, batch)
         patches = self.stages.reflect(step, state, train, lr)
-        ranked = self.ranker.rank(self.merger.merge(patches))
-        chosen = select_valid(
-            ranked,
-            state.current_text,
-            lr,
-            rejected=state.rejected_edits,
-            copied=self.echo,
-            max_chars=self.cfg.optimizer.max_skill_chars,
+        failed = [r.result.answer for r in train if not r.score.passed]
+        chosen, max_chars = self.candidates.select(state, step, batch, patches, lr, failed)
+        candidate, outcomes, blocked = self.candidates.build(state, step, chosen, max_chars)
+        record = self._validate_and_gate(
+            state, step, candidate, outcomes, plan[index + 1 : index + 2], blocked
         )
-        self.run.write_json(
-            folder / "merged_patch.json",
-            {
-                "step": step,
-                "learning_rate": lr,
-                "proposed": sum(len(p.edits) for p in patches),
-                "merged": len(ranked),
-                "dropped_counts": chosen.counts(),
-                "selected": [m.to_json() for m in chosen.selected],
-                "dropped": [d.to_json() for d in chosen.dropped],
-            },
-        )
-        current = SkillDoc(state.current_text)
-        candidate, outcomes = current.apply(
-            [m.edit for m in chosen.selected], self.cfg.optimizer.max_skill_chars
-        )
-        self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
-        self.run.write_text(folder / "candidate_skill.md", candidate.text)
-        record = self._validate_and_gate(state, step, candidate, outcomes, plan[index + 1 : index + 2])
         state.step = step
         self.run.append_history(
             {
@@ -156,18 +135,27 @@ class Trainer:
             current_score=before,
             edits_applied=sum(1 for o in outcomes if o.status == "applied"),
             usage=self.accounting.usage_so_far(),
+            step_usage=self.accounting.step_usage(),
         )
 
     def _validate_and_gate(
-        self, state: TrainState, step: int, candidate: SkillDoc, outcomes: list[EditOutcome], nxt: Plan
+        self,
+        state: TrainState,
+        step: int,
+        candidate: SkillDoc | PackageDoc,
+        outcomes: list[EditOutcome],
+        nxt: Plan,
+        blocked: str | None = None,
     ) -> dict[str, Any]:
         applied = [o.edit for o in outcomes if o.status == "applied"]
         edits = [{**o.edit.to_json(), "status": o.status, "reason": o.reason} for o in outcomes]
         base = {"current_score": state.current_score, "edits": edits, "version": None, "cached": False}
         gate_path = self.run.step_dir(step) / "gate.json"
-        if not applied or candidate.text == state.current_text:
-            self.run.write_json(gate_path, gate_record(None, None, state.current_score, self.cfg))
-            return {**base, "action": "skipped", "val_score": None, "best_score": state.best_score}
+        if not applied or candidate.text == state.current_text or blocked:
+            gate = gate_record(None, None, state.current_score, self.cfg)
+            why = {"skip_reason": blocked} if blocked else {}
+            self.run.write_json(gate_path, {**gate, **why, **({"reason": blocked} if blocked else {})})
+            return {**base, "action": "skipped", "val_score": None, "best_score": state.best_score, **why}
         incumbent = self.incumbent_results(state)
         known = state.val_results.get(candidate.content_hash, {})
         racing = self.cfg.optimizer.validation == "racing"
@@ -196,19 +184,7 @@ class Trainer:
         decision = judge(self.gate, val, incumbent)
         score = mean_of(val.results)
         self.run.write_json(gate_path, gate_record(decision, val, state.current_score, self.cfg))
-        version = None
-        if decision.accepted:
-            state.version += 1
-            version = version_name(state.version)
-            self.run.write_skill(state.version, candidate.text)
-            state.current_text, state.current_score = candidate.text, score
-            state.accepted += 1
-            if score > state.best_score:
-                state.best_score, state.best_version, state.best_step = score, state.version, step
-                self.run.write_text("best_skill.md", candidate.text)
-        else:
-            state.rejected += 1
-            state.rejected_edits.extend(applied)
+        version = self._record_decision(state, step, candidate.text, score, decision.accepted, applied)
         action = "accepted" if decision.accepted else "rejected"
         return {
             **base,
@@ -218,6 +194,23 @@ class Trainer:
             "version": version,
             "cached": val.calls == 0,
         }
+
+    def _record_decision(
+        self, state: TrainState, step: int, text: str, score: float, accepted: bool, applied: list[Edit]
+    ) -> str | None:
+        """Update the state for the gate's decision; an accepted candidate becomes a version."""
+        if not accepted:
+            state.rejected += 1
+            state.rejected_edits.extend(applied)
+            return None
+        state.version += 1
+        self.run.write_skill(state.version, text)
+        state.current_text, state.current_score = text, score
+        state.accepted += 1
+        if score > state.best_score:
+            state.best_score, state.best_version, state.best_step = score, state.version, step
+            self.run.write_skill_at("best_skill", text)
+        return version_name(state.version)
 
     # -- validation -----------------------------------------------------------------------------
     def _val_units(
@@ -345,7 +338,7 @@ class Trainer:
     def baseline(self) -> TrainState:
         text = self.initial_skill
         self.run.write_skill(0, text)
-        self.run.write_text("best_skill.md", text)
+        self.run.write_skill_at("best_skill", text)
         val = self.full_validation(0, text, "baseline", {})
         score = mean_of(val.results)
         state = TrainState(current_text=text, current_score=score, baseline_score=score, best_score=score)
@@ -366,7 +359,7 @@ class Trainer:
         results: dict[str, Any] = {}
         versions = sorted({0, state.best_version})
         for version in versions:
-            text = (self.run.path("skills", f"{version_name(version)}.md")).read_text(encoding="utf-8")
+            text = read_skill_at(self.run.path("skills", version_name(version)))
             prefix = Path("test") / version_name(version)
             results[version_name(version)] = mean_score(
                 self.stages.rollouts(tasks, text, prefix, "test", state.step)
@@ -394,7 +387,8 @@ class Trainer:
             "target_backend": self.cfg.model.target_backend,
             "optimizer_model": self.roles.optimizer.model if self.roles.optimizer else None,
             "target_model": self.roles.agent.model,
-            "wall_s": round(self.events.elapsed(), 3),
+            "wall_s": round(self.earlier_wall_s + self.events.elapsed(), 3),  # every process's
+            "sessions": self.earlier_sessions + 1,
             "calls": calls_summary(self.ledger),
             "rounds": self.rounds(),
             "usage": self.ledger.to_json(),

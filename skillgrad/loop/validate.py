@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from skillgrad.benchmarks.base import Task
 from skillgrad.loop.gate import Gate, ValResults, can_still_pass
-from skillgrad.loop.rollout import Rollout
+from skillgrad.values import Rollout, Task
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ from typing import Any
 from skillgrad.budget import Bucket
 from skillgrad.report import usage as ledger
 from skillgrad.report.chart import bar_chart, score_chart
-from skillgrad.report.data import RolloutSet, Run
+from skillgrad.report.data import RolloutSet, Run, TaskRollout
 from skillgrad.report.diff import SkillDiff, skill_diff
+from skillgrad.report.package_diff import one_text, version_diffs, version_sizes
 
 
 def _num(value: Any) -> float | None:
@@ -88,6 +89,7 @@ class StepRow:
     train_score: float | None
     usage: Bucket
     dropped: dict[str, int]  # proposed edits dropped before selection, by reason
+    skip_reason: str | None = None  # why the candidate was not validated (a failed check)
 
 
 def _dropped(row: dict[str, Any]) -> dict[str, int]:
@@ -116,6 +118,7 @@ def step_rows(run: Run) -> list[StepRow]:
                 _num(h.get("train_score")),
                 ledger.step_usage(h),
                 _dropped(h),
+                str(h["skip_reason"]) if h.get("skip_reason") else None,
             )
         )
     return rows
@@ -129,12 +132,12 @@ def skill_diffs(run: Run) -> list[SkillDiff]:
     best_v = best_version(run)
     best_text = run.best_skill if run.best_skill is not None else run.skills.get(best_v or "", None)
     if best_text is not None and run.skills:
-        diffs.append(skill_diff(f"initial → best ({best_v})", "v0000", initial, best_v or "best", best_text))
+        diffs += version_diffs(f"initial → best ({best_v})", "v0000", initial, best_v or "best", best_text)
     step_of = {r.get("version"): r.get("step") for r in run.history if r.get("version")}
     for prev, cur in zip(versions, versions[1:], strict=False):
         step = step_of.get(cur)
         title = f"step {step}: {prev} → {cur}" if step is not None else f"{prev} → {cur}"
-        diffs.append(skill_diff(title, prev, run.skills[prev], cur, run.skills[cur]))
+        diffs += version_diffs(title, prev, run.skills[prev], cur, run.skills[cur])
     return diffs
 
 
@@ -152,11 +155,40 @@ class TaskPair:
         return float(self.b.score - self.a.score)
 
 
+def task_key(task: TaskRollout) -> str:
+    """What a task is, whatever its id: an id only names a position in a split, so two runs with
+    other seeds or data give the same id to different tasks (a task without text keeps its id)."""
+    if not (task.question or task.context):
+        return json.dumps(["id", task.task_id])
+    return json.dumps([task.question, task.context, sorted(task.expected)], ensure_ascii=False)
+
+
 def pair_tasks(a: RolloutSet | None, b: RolloutSet | None) -> list[TaskPair]:
-    by_a = {t.task_id: t for t in a.tasks} if a else {}
-    by_b = {t.task_id: t for t in b.tasks} if b else {}
-    ids = list(dict.fromkeys([*by_a, *by_b]))
-    return [TaskPair(i, (by_a.get(i) or by_b[i]).question, by_a.get(i), by_b.get(i)) for i in ids]
+    """The tasks of two sets paired by content; a task only one side ran is paired with None."""
+    by_a = {task_key(t): t for t in a.tasks} if a else {}
+    by_b = {task_key(t): t for t in b.tasks} if b else {}
+    pairs = []
+    for key in dict.fromkeys([*by_a, *by_b]):
+        ta, tb = by_a.get(key), by_b.get(key)
+        ids = list(dict.fromkeys(t.task_id for t in (ta, tb) if t is not None))
+        pairs.append(TaskPair(" / ".join(ids), (ta or tb).question, ta, tb))  # type: ignore[union-attr]
+    return pairs
+
+
+def pairing_note(pairs: list[TaskPair]) -> str:
+    """How the pairs were made, and what could not be paired."""
+    both = sum(1 for p in pairs if p.a is not None and p.b is not None)
+    only_a = sum(1 for p in pairs if p.b is None)
+    only_b = sum(1 for p in pairs if p.a is None)
+    if pairs and not both:
+        return (
+            f"the two runs share no task ({only_a} tasks in A, {only_b} in B: other seeds or data), "
+            "so there is nothing to compare task by task; compare the scores above instead"
+        )
+    note = f"{both} tasks ran in both runs, paired by their content (question, context, expected answer)"
+    if only_a or only_b:
+        note += f"; {only_a} only in A, {only_b} only in B"
+    return note
 
 
 def task_comparisons(run: Run) -> list[tuple[str, str, str, list[TaskPair]]]:
@@ -200,44 +232,68 @@ def ordered_sets(run: Run) -> list[tuple[RolloutSet, bool]]:
 
 
 def facts(run: Run) -> list[tuple[str, str]]:
+    if run.eval is not None and not run.summary:
+        return eval_facts(run, run.eval)
     s, c = run.summary, run.config
-    bench = c.get("benchmark") or {}
     model = c.get("model") or {}
     total = ledger.total(run)
-    rows = [
-        ("benchmark", f"{bench.get('name', '?')}" + (f" ({bench['data']})" if bench.get("data") else "")),
+    return [
+        ("benchmark", _benchmark(c)),
         (
             "optimizer",
             f"{s.get('optimizer_backend') or model.get('optimizer_backend') or '?'} · "
             f"{s.get('optimizer_model') or model.get('optimizer_model') or 'default'}",
         ),
-        (
-            "target",
-            f"{s.get('target_backend') or model.get('target_backend') or '?'} · "
-            f"{s.get('target_model') or model.get('target_model') or 'default'}",
-        ),
+        ("target", _target(s, model)),
         (
             "steps",
             f"{s.get('steps', len(run.history))} ({s.get('accepted', '?')} accepted, "
-            f"{s.get('rejected', '?')} rejected)",
+            f"{s.get('rejected', '?')} rejected, {s.get('skipped', '?')} skipped)",
         ),
         ("stopped", str(s.get("stopped", "in progress" if not s else "?")) + _reason(s)),
-        ("wall time", f"{float(s['wall_s']) / 60:.1f} min" if _num(s.get("wall_s")) is not None else "?"),
+        ("wall time", _wall(s)),
         ("tokens", f"{total.total_tokens:,} ({total.calls:,} calls)"),
         ("calls · rounds", _calls_and_rounds(s, total.calls)),
         ("cost", ledger.fmt_cost(total)),
     ]
-    if run.eval:
-        rows.insert(
-            0,
-            (
-                "eval",
-                f"{run.eval.get('skill', '?')} on {run.eval.get('split', '?')}: mean "
-                f"{_num(run.eval.get('mean_score')) or 0:.3f}, {run.eval.get('passed', '?')}/"
-                f"{run.eval.get('n', '?')} passed",
-            ),
-        )
-    return rows
+
+
+def eval_facts(run: Run, ev: dict[str, Any]) -> list[tuple[str, str]]:
+    """An eval folder: one skill scored on one split by the target alone (no optimizer, no steps)."""
+    total = ledger.total(run)
+    mean = _num(ev.get("mean_score"))
+    shown = "?" if mean is None else f"{mean:.3f}"
+    errors = f", {ev['errors']} failed to run" if ev.get("errors") else ""
+    return [
+        (
+            "eval",
+            f"{ev.get('skill', '?')} on {ev.get('split', '?')}: mean "
+            f"{shown}, {ev.get('passed', '?')}/{ev.get('n', '?')} passed{errors}",
+        ),
+        ("benchmark", _benchmark(run.config)),
+        ("target", _target(ev, run.config.get("model") or {})),
+        ("status", f"error: {ev['error']}" if ev.get("error") else "finished"),
+        ("wall time", _wall(ev)),
+        ("tokens", f"{total.total_tokens:,} ({total.calls:,} calls)"),
+        ("cost", ledger.fmt_cost(total)),
+    ]
+
+
+def _benchmark(config: dict[str, Any]) -> str:
+    bench = config.get("benchmark") or {}
+    return f"{bench.get('name', '?')}" + (f" ({bench['data']})" if bench.get("data") else "")
+
+
+def _target(record: dict[str, Any], model: dict[str, Any]) -> str:
+    return (
+        f"{record.get('target_backend') or model.get('target_backend') or '?'} · "
+        f"{record.get('target_model') or model.get('target_model') or 'default'}"
+    )
+
+
+def _wall(record: dict[str, Any]) -> str:
+    wall = _num(record.get("wall_s"))
+    return "?" if wall is None else f"{wall / 60:.1f} min"
 
 
 def _reason(summary: dict[str, Any]) -> str:
@@ -277,6 +333,7 @@ def run_context(run: Run) -> dict[str, Any]:
         ),
         "steps": step_rows(run),
         "diffs": skill_diffs(run),
+        "sizes": version_sizes(run.skills, (run.config.get("skill") or {}).get("max_chars")),
         "comparisons": task_comparisons(run),
         "sets": ordered_sets(run),
         "by_role": ledger.by_role(run),
@@ -294,6 +351,7 @@ def _compare_set(run: Run, split: str) -> RolloutSet | None:
 
 def compare_context(a: Run, b: Run) -> dict[str, Any]:
     split = "test" if _compare_set(a, "test") and _compare_set(b, "test") else "val"
+    pairs = pair_tasks(_compare_set(a, split), _compare_set(b, split))
     fa, fb = dict(facts(a)), dict(facts(b))
     scores = [
         ("val · baseline", baseline_score(a), baseline_score(b)),
@@ -301,8 +359,8 @@ def compare_context(a: Run, b: Run) -> dict[str, Any]:
         ("test · baseline", test_scores(a)[0], test_scores(b)[0]),
         ("test · best", test_scores(a)[1], test_scores(b)[1]),
     ]
-    a_best = a.best_skill or a.skills.get(best_version(a) or "", "")
-    b_best = b.best_skill or b.skills.get(best_version(b) or "", "")
+    a_best = one_text(a.best_skill or a.skills.get(best_version(a) or "", ""))
+    b_best = one_text(b.best_skill or b.skills.get(best_version(b) or "", ""))
     return {
         "a": a,
         "b": b,
@@ -323,5 +381,7 @@ def compare_context(a: Run, b: Run) -> dict[str, Any]:
             f"best skill: {a.name} → {b.name}", f"A {best_version(a)}", a_best, f"B {best_version(b)}", b_best
         ),
         "split": split,
-        "pairs": pair_tasks(_compare_set(a, split), _compare_set(b, split)),
+        # runs that share no task are not set side by side (the note says why)
+        "pairs": pairs if any(p.a is not None and p.b is not None for p in pairs) else [],
+        "pairing": pairing_note(pairs),
     }

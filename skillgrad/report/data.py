@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import UserError
-from skillgrad.traces.steps import TraceStep
+from skillgrad.package.folder import load_package
+from skillgrad.values import TraceStep
 
 SPLIT_ORDER = {"val": 0, "test": 1, "train": 2}
 
@@ -261,9 +262,25 @@ def _rollout_sets(path: Path, history: list[dict[str, Any]]) -> list[RolloutSet]
 
 
 def _skills(path: Path) -> dict[str, str]:
+    """version -> skill text: skills/vNNNN.md, or a package's folder skills/vNNNN/ as its text."""
     folder = path / "skills"
     files = sorted(folder.glob("v*.md")) if folder.is_dir() else []
-    return {f.stem: f.read_text(encoding="utf-8", errors="replace") for f in files}
+    skills = {f.stem: f.read_text(encoding="utf-8", errors="replace") for f in files}
+    for version in sorted(folder.glob("v[0-9][0-9][0-9][0-9]")) if folder.is_dir() else []:
+        text = _package_text(version)
+        if text is not None:
+            skills[version.name] = text
+    return dict(sorted(skills.items()))
+
+
+def _package_text(folder: Path) -> str | None:
+    """A package version folder as its text; None for one that is not a readable package."""
+    if not folder.is_dir() or folder.is_symlink():
+        return None
+    try:
+        return load_package(folder).encode()
+    except (UserError, OSError):
+        return None
 
 
 def load_run(path: Path) -> Run:
@@ -287,7 +304,7 @@ def load_run(path: Path) -> Run:
         summary=summary,
         history=history,
         skills=_skills(path),
-        best_skill=_read_text(path / "best_skill.md"),
+        best_skill=_package_text(path / "best_skill") or _read_text(path / "best_skill.md"),
         rollout_sets=_rollout_sets(path, history),
         eval=_read_json(path / "eval.json"),
     )

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillgrad.backends.base import Usage
 from skillgrad.budget import Bucket
 from skillgrad.report.data import Run
+from skillgrad.values import Usage
 
 
 def to_bucket(data: dict[str, Any]) -> Bucket:

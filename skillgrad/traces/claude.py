@@ -22,14 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillgrad.backends.base import Usage
 from skillgrad.errors import UserError
 from skillgrad.text import clean_text
 from skillgrad.traces.claude_result import result_failed, result_usage
 from skillgrad.traces.records import ReadStats, iter_records
-from skillgrad.traces.steps import TraceStep
 from skillgrad.traces.summaries import summarize_tool_input
 from skillgrad.traces.user_turns import REJECTION_PREFIX, rejection_step, user_step
+from skillgrad.values import TraceStep, Usage
 
 _REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
 _RECORD_TYPES = {"system", "assistant", "user", "result", "progress"}

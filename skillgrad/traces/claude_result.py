@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillgrad.backends.base import Usage
+from skillgrad.values import Usage
 
 
 def _count(value: Any) -> int:

@@ -24,9 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skillgrad.backends.base import Usage
 from skillgrad.errors import UserError
-from skillgrad.traces.steps import TraceStep
+from skillgrad.values import TraceStep, Usage
 
 EVENT_TYPES = frozenset(
     {

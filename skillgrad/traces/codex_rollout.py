@@ -21,8 +21,8 @@ from typing import Any
 
 from skillgrad.text import clean_text
 from skillgrad.traces.codex import unwrap_command
-from skillgrad.traces.steps import TraceStep
 from skillgrad.traces.summaries import one_line_value
+from skillgrad.values import TraceStep
 
 ROLLOUT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CONTEXT_PREFIXES = (

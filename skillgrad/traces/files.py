@@ -9,7 +9,7 @@ from skillgrad.traces import claude
 from skillgrad.traces.codex import is_codex_record, steps_from_codex_events
 from skillgrad.traces.codex_rollout import is_rollout_record, rollout_steps
 from skillgrad.traces.records import ReadStats, iter_records
-from skillgrad.traces.steps import TraceStep
+from skillgrad.values import TraceStep
 
 
 def is_codex_file(path: Path) -> bool:

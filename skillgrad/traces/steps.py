@@ -1,66 +1,21 @@
-"""TraceStep, the unit of an agent trace, and how one step reads as one line."""
+"""How one TraceStep (the unit of an agent trace, defined in skillgrad.values) reads as one line."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
 
-from skillgrad.text import clean_text
+from skillgrad.values import StepKind, TraceStep
 
-StepKind = Literal["text", "tool_call", "tool_result", "user"]
-
-
-@dataclass(frozen=True)
-class TraceStep:
-    """One step of an agent's session.
-
-    kind: `text` (the agent wrote), `tool_call`, `tool_result`, or `user` (what the user or a hook
-    said after the first prompt). tool: the tool's name; for `user` steps the source (`follow-up`,
-    `interrupt`, `hook`, `command`, `rejection`, `compact`). agent: the subagent that took the step
-    (None for the main agent). ref: the tool-use id that pairs a call with its result.
-    """
-
-    kind: StepKind
-    text: str
-    tool: str | None = None
-    is_error: bool = False
-    agent: str | None = None
-    ref: str | None = None
-
-    def __post_init__(self) -> None:
-        # Every string a step carries comes from an agent, a tool or a file: made encodable here,
-        # once, so no renderer or writer downstream can fail on a lone surrogate.
-        for name in ("text", "tool", "agent", "ref"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                object.__setattr__(self, name, clean_text(value))
-            elif value is not None:
-                object.__setattr__(self, name, clean_text(str(value)))
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "kind": self.kind,
-            "text": self.text,
-            "tool": self.tool,
-            "is_error": self.is_error,
-        }
-        if self.agent is not None:
-            data["agent"] = self.agent
-        if self.ref is not None:
-            data["ref"] = self.ref
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TraceStep:
-        kind = data.get("kind")
-        return cls(
-            kind if kind in ("text", "tool_call", "tool_result", "user") else "text",
-            clean_text(str(data.get("text", ""))),
-            data.get("tool"),
-            bool(data.get("is_error", False)),
-            data.get("agent"),
-            data.get("ref"),
-        )
+__all__ = [
+    "StepKind",
+    "TraceCaps",
+    "TraceStep",
+    "clip",
+    "one_line",
+    "render_full",
+    "render_step",
+    "step_label",
+]
 
 
 @dataclass(frozen=True)

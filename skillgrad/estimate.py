@@ -1,0 +1,178 @@
+"""`skillgrad train --estimate`: the calls and tokens a run is projected to make, spending nothing.
+
+Measured, not assumed: the tasks (loaded from the benchmark, as the target's prompt renders them),
+the initial skill, the target's prompt templates, and the analyst's prompt (rendered from its
+templates around a real minibatch of train tasks). What the projection must still assume is
+printed with it (`assumptions`): characters per token, a target answer's length, a grader's
+feedback, how much of each step's validation runs, and how
+much the skill grows, how many candidates are accepted. Calls are counted as the trainer makes
+them: the baseline on val; per step the batch's rollouts (and, with train.overlap, the next
+batch's redone after a rejection), one analyst call per minibatch and proposal, and a validation
+of the candidate (racing may stop it after a wave); the final test of the initial skill and of the
+best one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from skillgrad.backend_specs import spec_for
+from skillgrad.backends.base import AgentResult
+from skillgrad.backends.chat_agent import task_prompt
+from skillgrad.benchmarks.base import Score, Task
+from skillgrad.config import BudgetConfig, Config
+from skillgrad.loop.reflect import AnalystInputs, analyst_messages
+from skillgrad.loop.rewrite import rewrite_messages
+from skillgrad.loop.rollout import Rollout
+from skillgrad.package.model import skill_chars
+from skillgrad.templates import render
+from skillgrad.traces.steps import TraceCaps
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """What the projection cannot measure before the run; each is printed with it."""
+
+    chars_per_token: float = 4.0  # English text and code with common BPE tokenizers
+    message_overhead_tokens: int = 8  # chat framing of one message (role markers)
+    answer_tokens: int = 100  # a target's answer, at most the target's max_output_tokens
+    feedback_chars: int = 200  # a grader's feedback on one task
+    edit_chars: int = 250  # one edit in an analyst's JSON reply (content, target, rationale)
+    rule_chars: int = 70  # the skill line one applied edit adds
+    # of a candidate's validation that runs: all of it, but with racing (optimizer.validation) half
+    # the candidates are taken to stop after their first wave
+    racing_stops_early: float = 0.5
+    accepted_share: float = 0.5  # of the steps whose candidate is accepted (the skill grows)
+
+
+def _tokens(chars: float, a: Assumptions) -> int:
+    return math.ceil(chars / a.chars_per_token)
+
+
+def _stage(calls: int, input_per_call: float, output_per_call: float) -> dict[str, int]:
+    return {
+        "calls": calls,
+        "input_tokens": round(calls * input_per_call),
+        "output_tokens": round(calls * output_per_call),
+    }
+
+
+def _sum(stages: list[dict[str, int]]) -> dict[str, int]:
+    return {k: sum(s[k] for s in stages) for k in ("calls", "input_tokens", "output_tokens")}
+
+
+def _batches(n_train: int, batch: int) -> list[int]:
+    full, rest = divmod(n_train, batch)
+    return [batch] * full + ([rest] if rest else [])
+
+
+def target_prompt_chars(skill: str, tasks: list[Task]) -> float:
+    """Mean characters of the target's prompt (system + task) over `tasks`, as rendered."""
+    system = len(render("skillgrad.backends", "chat_target_system", skill="")) + skill_chars(skill)
+    return system + sum(len(task_prompt(t)) for t in tasks) / max(1, len(tasks))
+
+
+def analyst_prompt_chars(cfg: Config, skill: str, tasks: list[Task], a: Assumptions, trace_chars: int) -> int:
+    """Characters of one analyst prompt over `tasks` (answers and feedback of the assumed sizes)."""
+    answer = "x" * round(a.answer_tokens * a.chars_per_token)
+    rollouts = [Rollout(t, AgentResult(answer), Score(0.0, False, "f" * a.feedback_chars)) for t in tasks]
+    o = cfg.optimizer
+    inputs = AnalystInputs(
+        skill, rollouts, [], max(o.learning_rate, o.max_proposed_edits), False, TraceCaps()
+    )
+    messages = rewrite_messages(inputs) if o.edit_mode == "rewrite" else analyst_messages(inputs)
+    return sum(len(m.content) for m in messages) + trace_chars
+
+
+def estimate(
+    cfg: Config, splits: dict[str, list[Task]], skill: str, a: Assumptions | None = None
+) -> dict[str, Any]:
+    """The projection for a run over the loaded `splits` starting from `skill` (see the module)."""
+    a = a or Assumptions()
+    train, model, opt = cfg.train, cfg.model, cfg.optimizer
+    n_train, n_val, n_test = (len(splits.get(s, [])) for s in ("train", "val", "test"))
+    spec = spec_for(model.backend_for("target"))
+    turns = spec.turns_per_task  # the backend's own figure: 1 for a chat target
+    batches = _batches(n_train, train.batch_size) if n_train else []
+    steps = train.epochs * len(batches)
+    growth = round(a.accepted_share * steps * opt.learning_rate * a.rule_chars)
+    half_grown = growth // 2  # the skill halfway through the run has grown this much
+
+    answer = min(a.answer_tokens, model.max_output_tokens_for("target"))
+    all_tasks = [t for s in ("train", "val", "test") for t in splits.get(s, [])]
+    rollout_in = turns * (
+        _tokens(target_prompt_chars(skill, all_tasks) + half_grown, a) + 2 * a.message_overhead_tokens
+    )
+    rollout_out = turns * answer
+
+    per_prompt = min(train.minibatch_size, train.batch_size)
+    trace_chars = 0
+    if model.analyst_sees_traces():
+        trace_chars = min(per_prompt * cfg.trace.total_chars, cfg.trace.prompt_chars)
+    sample = splits.get("train", [])[:per_prompt]
+    reflect_in = _tokens(analyst_prompt_chars(cfg, skill, sample, a, trace_chars) + half_grown, a)
+    reflect_in += 2 * a.message_overhead_tokens
+    edits = max(opt.learning_rate, opt.max_proposed_edits)
+    if opt.edit_mode == "rewrite":  # the whole skill comes back, some lines changed
+        reply_chars = skill_chars(skill) + half_grown + edits * a.rule_chars
+    else:
+        reply_chars = edits * a.edit_chars
+    reflect_out = min(model.max_output_tokens_for("optimizer"), _tokens(reply_chars, a))
+    reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
+    reflect_calls *= opt.proposals_per_minibatch
+
+    val_share = 1.0
+    if opt.validation == "racing" and opt.race_waves > 1:
+        val_share = 1 - a.racing_stops_early * (1 - 1 / opt.race_waves)
+    val_calls = round(steps * n_val * opt.val_repeats * val_share)
+    # with train.overlap, the next batch is rolled out beside a validation and redone if it fails
+    redone = round((1 - a.accepted_share) * max(0, steps - 1) * train.batch_size) if train.overlap else 0
+    tested = 2 if steps and a.accepted_share > 0 else 1
+    stages = {
+        "baseline": _stage(n_val * opt.val_repeats, rollout_in, rollout_out),
+        "rollout": _stage(train.epochs * n_train + redone, rollout_in, rollout_out),
+        "validate": _stage(val_calls, rollout_in, rollout_out),
+        "test": _stage(tested * n_test, rollout_in, rollout_out),
+        "reflect": _stage(reflect_calls, reflect_in, reflect_out),
+    }
+    roles = {
+        "target": _sum([stages[s] for s in ("baseline", "rollout", "validate", "test")]),
+        "optimizer": stages["reflect"],
+    }
+    total = _sum(list(roles.values()))
+    total["total_tokens"] = total["input_tokens"] + total["output_tokens"]
+    return {
+        "steps": steps,
+        "steps_per_epoch": len(batches),
+        "by_stage": stages,
+        "by_role": roles,
+        "total": total,
+        "measured": {
+            "tasks": {"train": n_train, "val": n_val, "test": n_test},
+            "initial_skill_chars": skill_chars(skill),
+            "target_prompt_chars": round(target_prompt_chars(skill, all_tasks)),
+            "analyst_prompt_chars": analyst_prompt_chars(cfg, skill, sample, a, trace_chars),
+        },
+        "assumptions": {
+            **asdict(a),
+            "agent_turns": turns,
+            "answer_tokens": answer,
+            "skill_growth_chars": growth,
+            "validated_share": round(val_share, 3),
+            "rollouts_redone": redone,
+            "not_counted": "call-cache hits, retries, steps with no edit to validate, a judge's calls",
+        },
+        "budget_check": _budget_verdict(cfg.budget, total),
+    }
+
+
+def _budget_verdict(budget: BudgetConfig, total: dict[str, int]) -> list[str]:
+    """Which configured caps the projection would reach (usd cannot be projected: no prices)."""
+    notes = []
+    if budget.max_calls is not None and total["calls"] > budget.max_calls:
+        notes.append(f"projected {total['calls']} calls exceed budget.max_calls={budget.max_calls}")
+    if budget.max_tokens is not None and total["total_tokens"] > budget.max_tokens:
+        notes.append(f"projected {total['total_tokens']} tokens exceed budget.max_tokens={budget.max_tokens}")
+    return notes

@@ -1,0 +1,91 @@
+"""From a step's patches to the candidate skill: merge, rank, select what applies (dropping
+edits copied from the prompt or from a task's text), apply, and check the result before it may
+cost a validation run. Writes merged_patch.json, edit_report.json and candidate_skill."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from skillgrad.config import Config
+from skillgrad.loop.checks import CandidateChecks
+from skillgrad.loop.echo import PromptEcho, template_texts
+from skillgrad.loop.events import Events
+from skillgrad.loop.merge import MERGERS, Patch
+from skillgrad.loop.select import COPIES_TASK, RANKERS, Selection, select_valid
+from skillgrad.loop.state import TrainState
+from skillgrad.loop.taskcopy import TaskCopyGuard
+from skillgrad.package.doc import PackageDoc, char_limit, open_skill
+from skillgrad.runs import RunDir
+from skillgrad.skill import Edit, EditOutcome, SkillDoc
+from skillgrad.values import Task
+
+
+class Candidates:
+    def __init__(self, cfg: Config, run: RunDir, events: Events) -> None:
+        self.cfg = cfg
+        self.run = run
+        self.events = events
+        self.merger = MERGERS[cfg.optimizer.merge]()
+        self.ranker = RANKERS[cfg.optimizer.rank]()
+        self.echo = PromptEcho([*template_texts(), *template_texts("skillgrad.package")])
+        self.checks = CandidateChecks(cfg.skill.max_chars, cfg.skill.self_test_timeout_s)
+
+    def task_copies(self, batch: list[Task]) -> Callable[[Edit], str | None]:
+        """The copy-of-task-text guard over the tasks the analysts were shown (off when allowed)."""
+        if self.cfg.optimizer.allow_task_text:
+            return lambda _edit: None
+        return TaskCopyGuard(batch, self.cfg.optimizer.task_text_ngram)
+
+    def select(
+        self,
+        state: TrainState,
+        step: int,
+        batch: list[Task],
+        patches: list[Patch],
+        lr: int,
+        failed_answers: list[str] | None = None,
+    ) -> tuple[Selection, int]:
+        """Merge, rank and select the step's edits (merged_patch.json); also the per-edit limit.
+        An edit that restates one of the step's `failed_answers` counts as copied from the prompt."""
+        ranked = self.ranker.rank(self.merger.merge(patches))
+        budget = self.cfg.skill.max_chars
+        max_chars = char_limit(self.cfg.optimizer.max_skill_chars, budget, state.current_text)
+        chosen = select_valid(
+            ranked,
+            state.current_text,
+            lr,
+            rejected=state.rejected_edits,
+            copied=self.echo.with_failed_answers(failed_answers or []),
+            max_chars=max_chars,
+            budget=budget,
+            copies_task=self.task_copies(batch),
+        )
+        state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)
+        self.run.write_json(
+            self.run.step_dir(step) / "merged_patch.json",
+            {
+                "step": step,
+                "learning_rate": lr,
+                "proposed": sum(len(p.edits) for p in patches),
+                "merged": len(ranked),
+                "dropped_counts": chosen.counts(),
+                "selected": [m.to_json() for m in chosen.selected],
+                "dropped": [d.to_json() for d in chosen.dropped],
+            },
+        )
+        return chosen, max_chars
+
+    def build(
+        self, state: TrainState, step: int, chosen: Selection, max_chars: int
+    ) -> tuple[SkillDoc | PackageDoc, list[EditOutcome], str | None]:
+        """The selected edits applied (edit_report.json, candidate_skill), and why the candidate
+        cannot be validated (a failed script check, the budget), or None."""
+        folder = self.run.step_dir(step)
+        current = open_skill(state.current_text, self.cfg.skill.max_chars)
+        candidate, outcomes = current.apply([m.edit for m in chosen.selected], max_chars)
+        self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
+        self.run.write_skill_at(folder / "candidate_skill", candidate.text)
+        blocked = None if candidate.text == state.current_text else self.checks.problem(candidate.text)
+        if blocked:
+            self.events.emit("message", text=f"step {step}: candidate skipped: {blocked}")
+        return candidate, outcomes, blocked

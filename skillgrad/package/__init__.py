@@ -1,0 +1,1 @@
+"""Skill packages: a SKILL.md folder with references and scripts, trained as one skill."""

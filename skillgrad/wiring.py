@@ -159,7 +159,7 @@ def build_roles(
     return Roles(
         optimizer=chat if optimizer else None,
         agent=agent,
-        harness=target.harness,
+        target_is_harness=target.harness,
         trace_name=target.trace_name,
         trace_file=target.trace_file,
         judge=chat if judge else None,

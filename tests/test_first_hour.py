@@ -18,7 +18,7 @@ from skillgrad.config import load_config
 from skillgrad.errors import UserError
 from skillgrad.report.context import compare_context, facts, pair_tasks
 from skillgrad.report.data import RolloutSet, TaskRollout, load_run
-from skillgrad.resume import earlier_sessions
+from skillgrad.session.resume import earlier_sessions
 from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, text
 from tests.test_resume import World, artifacts, config, train
 from tests.test_train_e2e import is_optimizer, skillgrad, target_answer

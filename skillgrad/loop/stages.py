@@ -18,7 +18,7 @@ from skillgrad.errors import FatalBackendError
 from skillgrad.loop.accounting import Accounting, MeteredChatModel
 from skillgrad.loop.events import Events
 from skillgrad.loop.rollout import mean_score, run_rollouts
-from skillgrad.runs import TRACE_FILE, RunDir
+from skillgrad.run_folder import TRACE_FILE, RunDir
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.values import Rollout, Task
 

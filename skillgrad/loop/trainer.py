@@ -36,7 +36,7 @@ from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.validate import Validation, ValUnit, validate
 from skillgrad.loop.verdict import judge
 from skillgrad.package.doc import PackageDoc
-from skillgrad.runs import RunDir
+from skillgrad.run_folder import RunDir
 from skillgrad.skill import EditOutcome, SkillDoc
 from skillgrad.values import Rollout, Task
 

@@ -18,9 +18,8 @@ from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import RolloutRunner
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.trainer import Trainer, TrainingFailed
-from skillgrad.resume import check_same_config, earlier_sessions, finished_summary, load_checkpoint
-from skillgrad.runs import RunDir, RunFiles
-from skillgrad.wiring import (
+from skillgrad.run_folder import RunDir, RunFiles
+from skillgrad.session.build import (
     build_roles,
     call_cache,
     checked_benchmark,
@@ -30,6 +29,7 @@ from skillgrad.wiring import (
     read_skill,
     redactor_for,
 )
+from skillgrad.session.resume import check_same_config, earlier_sessions, finished_summary, load_checkpoint
 
 
 def disk_error(exc: OSError) -> str:
@@ -43,7 +43,7 @@ def _splits(cfg: Config) -> tuple[str, ...]:
 
 
 def print_estimate(cfg: Config) -> int:
-    from skillgrad.estimate import estimate
+    from skillgrad.session.estimate import estimate
 
     benchmark = checked_benchmark(cfg, _splits(cfg))
     splits = {split: benchmark.load(split) for split in _splits(cfg)}  # type: ignore[arg-type]

@@ -53,6 +53,7 @@ def test_the_readme_first_command_learns_on_the_packaged_model(tmp_path: Path) -
     assert summary["best_val_score"] - summary["baseline_val_score"] >= MIN_GAIN - 1e-9, summary
     assert test["best"] - test["baseline"] >= MIN_GAIN - 1e-9, summary
     lines = proc.stdout.strip().splitlines()
+    assert lines[-3].startswith(f"{summary['accepted']} step(s) changed the skill") and "135M" in lines[-3]
     assert re.match(r"val 0\.\d{3} -> 0\.\d{3} \(\d+ accepted, \d+ rejected, \d+ skipped, test ", lines[-2])
     assert (
         lines[-1]

@@ -156,7 +156,7 @@ def estimate(
         },
         "assumptions": {
             **asdict(a),
-            "agent_turns": turns,
+            "agent_turns_per_rollout": turns,
             "answer_tokens": answer,
             "skill_growth_chars": growth,
             "validated_share": round(val_share, 3),

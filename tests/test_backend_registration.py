@@ -14,10 +14,11 @@ from skillgrad import backend_specs
 from skillgrad.backend_specs import BACKENDS, BackendSpec, spec_for
 from skillgrad.backends.base import ChatBackend, HarnessBackend
 from skillgrad.backends.registry import Backends, load_backend
-from skillgrad.budget import estimate
+from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.cli import main
 from skillgrad.config import ModelConfig, load_config
 from skillgrad.errors import UserError
+from skillgrad.estimate import estimate
 from skillgrad.values import Task
 
 NOTES = BackendSpec(
@@ -82,8 +83,8 @@ def test_counted_by_the_estimate(
     assert projection["assumptions"]["agent_turns_per_rollout"] == 3
     cfg = load_config(config, target_backend="notes_harness")
     chat = load_config(config, target_backend="local")
-    with_traces = estimate(cfg, 4, 2, 0, skill_chars=0, task_chars=0)
-    without = estimate(chat, 4, 2, 0, skill_chars=0, task_chars=0)
+    splits = {s: load_benchmark(cfg).load(s) for s in ("train", "val")}  # type: ignore[arg-type]
+    with_traces, without = estimate(cfg, splits, ""), estimate(chat, splits, "")
     assert (
         with_traces["by_stage"]["baseline"]["input_tokens"]
         == 3 * without["by_stage"]["baseline"]["input_tokens"]

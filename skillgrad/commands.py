@@ -13,13 +13,14 @@ from skillgrad.budget import PaidJournal
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.executors.base import Executor, open_executor
+from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.rollout import mean_score
+from skillgrad.loop.stages import RolloutRunner
+from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.trainer import Trainer, TrainingFailed
-from skillgrad.package.folder import best_skill_path
 from skillgrad.resume import check_same_config, earlier_sessions, finished_summary, load_checkpoint
-from skillgrad.runs import RunDir
+from skillgrad.runs import RunDir, RunFiles
 from skillgrad.wiring import (
-    PAID_JOURNAL,
     build_roles,
     call_cache,
     checked_benchmark,
@@ -57,7 +58,7 @@ def final_line(summary: dict[str, Any], out: Path) -> str:
     return (
         f"val {summary['baseline_val_score']:.3f} -> {summary['best_val_score']:.3f} "
         f"({summary['accepted']} accepted, {summary['rejected']} rejected, {skipped} skipped{test_line}); "
-        f"stopped: {summary['stopped']}; best skill: {best_skill_path(out)}"
+        f"stopped: {summary['stopped']}; best skill: {RunDir(out).best_skill_path()}"
     )
 
 
@@ -118,19 +119,22 @@ def _train(
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
     out = out or default_out(cfg, "train")
-    journal = PaidJournal(out / PAID_JOURNAL)
+    journal = PaidJournal(out / RunFiles.PAID)
     cache = call_cache(cfg, redactor, use_cache)
     roles = build_roles(cfg, cache, redactor, judge=judged, journal=journal, executor=executor)
     if resume:
         check_same_config(out, cfg)
     session = open_session(cfg, out, redactor, resume=resume, journal=journal)
-    with RunLock(out / ".lock"):
+    with RunLock(out / RunFiles.LOCK):
         state = None
         if resume:
             session.run.remove_stale_temp_files()  # left by a SIGKILL; the lock is ours now
             state, session.ledger = load_checkpoint(out, cfg, journal)
-        session.run.write_json("config.json", cfg.portable().to_json())
-        trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
+        session.run.write_config(cfg.portable().to_json())
+        strategies = Strategies.from_config(cfg.optimizer)
+        trainer = Trainer(
+            cfg, benchmark, roles, session.run, session.events, session.ledger, skill, strategies
+        )
         if resume:
             trainer.earlier_wall_s, trainer.earlier_sessions = earlier_sessions(out)
         try:
@@ -189,15 +193,14 @@ def _evaluate(
     roles = build_roles(cfg, cache, redactor, optimizer=False, judge=judged, executor=executor)
     out = out or default_out(cfg, "eval")
     session = open_session(cfg, out, redactor)
-    with RunLock(out / ".lock"):
-        session.run.write_json("config.json", cfg.portable().to_json())
-        trainer = Trainer(cfg, benchmark, roles, session.run, session.events, session.ledger, skill)
+    with RunLock(out / RunFiles.LOCK):
+        session.run.write_config(cfg.portable().to_json())
+        runner = RolloutRunner(cfg, benchmark, roles, session.run, session.events, Accounting(session.ledger))
         try:
-            results = trainer.rollouts(
-                trainer.benchmark_split(split), skill, Path("rollouts") / split, "eval", 0
-            )
+            tasks = benchmark.load(split)  # type: ignore[arg-type]
+            results = runner.rollouts(tasks, skill, session.run.eval_dir(split), "eval", 0)
         except FatalBackendError as exc:
-            session.run.write_json("eval.json", {"skill": str(skill_path), "split": split, "error": str(exc)})
+            session.run.write_eval({"skill": str(skill_path), "split": split, "error": str(exc)})
             print(f"skillgrad: error: {exc}", file=sys.stderr)
             return 2
         finally:
@@ -214,7 +217,7 @@ def _evaluate(
         "usage": session.ledger.to_json(),
         "wall_s": round(session.events.elapsed(), 3),
     }
-    session.run.write_json("eval.json", report)
+    session.run.write_eval(report)
     errors = f", {report['errors']} failed to run" if report["errors"] else ""
     print(
         f"{split}: mean score {report['mean_score']:.3f} over {report['n']} tasks "

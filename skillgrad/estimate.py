@@ -85,32 +85,15 @@ def analyst_prompt_chars(cfg: Config, skill: str, tasks: list[Task], a: Assumpti
     return sum(len(m.content) for m in messages) + trace_chars
 
 
-def estimate(
-    cfg: Config, splits: dict[str, list[Task]], skill: str, a: Assumptions | None = None
-) -> dict[str, Any]:
-    """The projection for a run over the loaded `splits` starting from `skill` (see the module)."""
-    a = a or Assumptions()
-    train, model, opt = cfg.train, cfg.model, cfg.optimizer
-    n_train, n_val, n_test = (len(splits.get(s, [])) for s in ("train", "val", "test"))
-    spec = spec_for(model.backend_for("target"))
-    turns = spec.turns_per_task  # the backend's own figure: 1 for a chat target
-    batches = _batches(n_train, train.batch_size) if n_train else []
-    steps = train.epochs * len(batches)
-    growth = round(a.accepted_share * steps * opt.learning_rate * a.rule_chars)
-    half_grown = growth // 2  # the skill halfway through the run has grown this much
-
-    answer = min(a.answer_tokens, model.max_output_tokens_for("target"))
-    all_tasks = [t for s in ("train", "val", "test") for t in splits.get(s, [])]
-    rollout_in = turns * (
-        _tokens(target_prompt_chars(skill, all_tasks) + half_grown, a) + 2 * a.message_overhead_tokens
-    )
-    rollout_out = turns * answer
-
+def _analyst_tokens(
+    cfg: Config, skill: str, sample: list[Task], a: Assumptions, half_grown: int
+) -> tuple[int, int, int]:
+    """(trace chars, input tokens, output tokens) of one analyst call halfway through the run."""
+    model, opt, train = cfg.model, cfg.optimizer, cfg.train
     per_prompt = min(train.minibatch_size, train.batch_size)
     trace_chars = 0
     if model.analyst_sees_traces():
         trace_chars = min(per_prompt * cfg.trace.total_chars, cfg.trace.prompt_chars)
-    sample = splits.get("train", [])[:per_prompt]
     reflect_in = _tokens(analyst_prompt_chars(cfg, skill, sample, a, trace_chars) + half_grown, a)
     reflect_in += 2 * a.message_overhead_tokens
     edits = max(opt.learning_rate, opt.max_proposed_edits)
@@ -118,13 +101,58 @@ def estimate(
         reply_chars = skill_chars(skill) + half_grown + edits * a.rule_chars
     else:
         reply_chars = edits * a.edit_chars
-    reflect_out = min(model.max_output_tokens_for("optimizer"), _tokens(reply_chars, a))
+    return trace_chars, reflect_in, min(model.max_output_tokens_for("optimizer"), _tokens(reply_chars, a))
+
+
+def _validated_share(cfg: Config, a: Assumptions) -> float:
+    """The share of a validation that runs: racing in waves stops some candidates early."""
+    opt = cfg.optimizer
+    if opt.validation == "racing" and opt.race_waves > 1:
+        return 1 - a.racing_stops_early * (1 - 1 / opt.race_waves)
+    return 1.0
+
+
+def _rollout_tokens(
+    skill: str, tasks: list[Task], a: Assumptions, turns: int, answer: int, half_grown: int
+) -> tuple[int, int]:
+    """(input, output) tokens of one rollout: every turn re-reads the prompt and answers."""
+    prompt = _tokens(target_prompt_chars(skill, tasks) + half_grown, a) + 2 * a.message_overhead_tokens
+    return turns * prompt, turns * answer
+
+
+def _totals(stages: dict[str, dict[str, int]]) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """The stages summed by role (the target's rollouts, the optimizer's reflections) and in all."""
+    roles = {
+        "target": _sum([stages[s] for s in ("baseline", "rollout", "validate", "test")]),
+        "optimizer": stages["reflect"],
+    }
+    total = _sum(list(roles.values()))
+    total["total_tokens"] = total["input_tokens"] + total["output_tokens"]
+    return roles, total
+
+
+def estimate(
+    cfg: Config, splits: dict[str, list[Task]], skill: str, a: Assumptions | None = None
+) -> dict[str, Any]:
+    """The projection for a run over the loaded `splits` starting from `skill` (see the module)."""
+    a = a or Assumptions()
+    train, model, opt = cfg.train, cfg.model, cfg.optimizer
+    n_train, n_val, n_test = (len(splits.get(s, [])) for s in ("train", "val", "test"))
+    turns = spec_for(model.backend_for("target")).turns_per_task  # the backend's own: 1 for a chat target
+    batches = _batches(n_train, train.batch_size) if n_train else []
+    steps = train.epochs * len(batches)
+    growth = round(a.accepted_share * steps * opt.learning_rate * a.rule_chars)
+    half_grown = growth // 2  # the skill halfway through the run has grown this much
+
+    answer = min(a.answer_tokens, model.max_output_tokens_for("target"))
+    all_tasks = [t for s in ("train", "val", "test") for t in splits.get(s, [])]
+    rollout_in, rollout_out = _rollout_tokens(skill, all_tasks, a, turns, answer, half_grown)
+    sample = splits.get("train", [])[: min(train.minibatch_size, train.batch_size)]
+    trace_chars, reflect_in, reflect_out = _analyst_tokens(cfg, skill, sample, a, half_grown)
     reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
     reflect_calls *= opt.proposals_per_minibatch
 
-    val_share = 1.0
-    if opt.validation == "racing" and opt.race_waves > 1:
-        val_share = 1 - a.racing_stops_early * (1 - 1 / opt.race_waves)
+    val_share = _validated_share(cfg, a)
     val_calls = round(steps * n_val * opt.val_repeats * val_share)
     # with train.overlap, the next batch is rolled out beside a validation and redone if it fails
     redone = round((1 - a.accepted_share) * max(0, steps - 1) * train.batch_size) if train.overlap else 0
@@ -136,33 +164,30 @@ def estimate(
         "test": _stage(tested * n_test, rollout_in, rollout_out),
         "reflect": _stage(reflect_calls, reflect_in, reflect_out),
     }
-    roles = {
-        "target": _sum([stages[s] for s in ("baseline", "rollout", "validate", "test")]),
-        "optimizer": stages["reflect"],
+    roles, total = _totals(stages)
+    measured = {
+        "tasks": {"train": n_train, "val": n_val, "test": n_test},
+        "initial_skill_chars": skill_chars(skill),
+        "target_prompt_chars": round(target_prompt_chars(skill, all_tasks)),
+        "analyst_prompt_chars": analyst_prompt_chars(cfg, skill, sample, a, trace_chars),
     }
-    total = _sum(list(roles.values()))
-    total["total_tokens"] = total["input_tokens"] + total["output_tokens"]
+    assumed = {
+        **asdict(a),
+        "agent_turns": turns,
+        "answer_tokens": answer,
+        "skill_growth_chars": growth,
+        "validated_share": round(val_share, 3),
+        "rollouts_redone": redone,
+        "not_counted": "call-cache hits, retries, steps with no edit to validate, a judge's calls",
+    }
     return {
         "steps": steps,
         "steps_per_epoch": len(batches),
         "by_stage": stages,
         "by_role": roles,
         "total": total,
-        "measured": {
-            "tasks": {"train": n_train, "val": n_val, "test": n_test},
-            "initial_skill_chars": skill_chars(skill),
-            "target_prompt_chars": round(target_prompt_chars(skill, all_tasks)),
-            "analyst_prompt_chars": analyst_prompt_chars(cfg, skill, sample, a, trace_chars),
-        },
-        "assumptions": {
-            **asdict(a),
-            "agent_turns_per_rollout": turns,
-            "answer_tokens": answer,
-            "skill_growth_chars": growth,
-            "validated_share": round(val_share, 3),
-            "rollouts_redone": redone,
-            "not_counted": "call-cache hits, retries, steps with no edit to validate, a judge's calls",
-        },
+        "measured": measured,
+        "assumptions": assumed,
         "budget_check": _budget_verdict(cfg.budget, total),
     }
 

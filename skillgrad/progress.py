@@ -20,6 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from skillgrad.loop.events import Observer
+from skillgrad.loop.records import StepEnd
+from skillgrad.runs import RunFiles
 from skillgrad.values import Usage
 
 # ---------------------------------------------------------------------------------------------
@@ -82,12 +84,13 @@ def describe(kind: str, fields: dict[str, Any]) -> str:
         tail = "" if mean is None else f", mean score {fmt_score(mean)}"
         return f"{_where(f)}{f.get('stage')}: done{tail}"
     if kind == "step_end":
+        end = StepEnd.from_json(f)
         return (
-            f"{_where(f)}{str(f.get('action', '?')).upper()}: val {fmt_score(f.get('val_score'))} "
-            f"vs current {fmt_score(f.get('current_score'))}, best {fmt_score(f.get('best_score'))}, "
-            f"{f.get('edits_applied', 0)} edits applied; "
-            f"step cost: {fmt_usage(usage_by_role(f.get('step_usage')))}; "
-            f"run total: {fmt_usage(usage_by_role(f.get('usage')))}"
+            f"{_where(f)}{end.action.upper()}: val {fmt_score(end.val_score)} "
+            f"vs current {fmt_score(end.current_score)}, best {fmt_score(end.best_score)}, "
+            f"{end.edits_applied} edits applied; "
+            f"step cost: {fmt_usage(usage_by_role(end.step_usage))}; "
+            f"run total: {fmt_usage(usage_by_role(end.usage))}"
         )
     if kind == "run_end":
         return (
@@ -265,14 +268,15 @@ class RichObserver:
             self._print(f, describe("stage_end", f))
 
     def _on_step_end(self, f: dict[str, Any]) -> None:
-        action = str(f.get("action"))
-        if action == "accepted" and f.get("val_score") is not None:
-            self.current_score = float(f["val_score"])
-        elif f.get("current_score") is not None:
-            self.current_score = float(f["current_score"])
-        if f.get("best_score") is not None:
-            self.best_score = float(f["best_score"])
-        totals = usage_by_role(f.get("usage"))
+        end = StepEnd.from_json(f)
+        action = end.action
+        if action == "accepted" and end.val_score is not None:
+            self.current_score = end.val_score
+        elif end.current_score is not None:
+            self.current_score = end.current_score
+        if end.best_score is not None:
+            self.best_score = end.best_score
+        totals = usage_by_role(end.usage)
         if totals:
             self.usage = totals
         if self._steps_task is not None:
@@ -308,4 +312,4 @@ def make_observers(
     terminal: Observer = (
         RichObserver(Console(file=stream, force_terminal=True)) if tty else PlainObserver(stream)
     )
-    return [terminal, LogFileObserver(out_dir / "train.log")]
+    return [terminal, LogFileObserver(out_dir / RunFiles.LOG)]

@@ -11,11 +11,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from skillgrad.atomic import read_jsonl_repairing, write_text_atomic
 from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.config import Config, config_from_data
 from skillgrad.errors import UserError
 from skillgrad.loop.state import TrainState
+from skillgrad.runs import RunDir, RunFiles
 
 REDACTED_SECRET = "**********"  # how pydantic writes a SecretStr into config.json
 # Sections a resume may change: spending caps, experiment tracking, the cache location, and where
@@ -35,7 +35,7 @@ def _drop_redacted(node: Any) -> Any:
 
 
 def _stored(out: Path) -> dict[str, Any]:
-    path = out / "config.json"
+    path = out / RunFiles.CONFIG
     if not path.is_file():
         raise UserError(f"{out}: not a skillgrad run folder (no config.json); check the --resume path")
     try:
@@ -47,7 +47,7 @@ def _stored(out: Path) -> dict[str, Any]:
 
 def stored_config(out: Path, overrides: list[str], **roles: str | None) -> Config:
     """The run's own config (secrets come back from the environment, as they were never stored)."""
-    return config_from_data(_stored(out), str(out / "config.json"), overrides, base_dir=out, **roles)
+    return config_from_data(_stored(out), str(out / RunFiles.CONFIG), overrides, base_dir=out, **roles)
 
 
 def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
@@ -84,24 +84,21 @@ def load_checkpoint(
     """The state after the last completed step (None: the baseline never finished) and the
     ledger, with the journal's calls paid since that checkpoint added (see skillgrad.budget);
     history.jsonl is cut back to that step, its torn tail repaired."""
-    path = out / "state.json"
-    if not path.is_file():
+    run = RunDir(out)
+    data = run.read_state()
+    if data is None:
         ledger = Ledger(cfg.budget, journal)
         ledger.recover(0)
         return None, ledger
-    data = json.loads(path.read_text(encoding="utf-8"))
     ledger = Ledger.from_json(data.pop("ledger", {}), cfg.budget, journal)
     state = TrainState.from_json(data)
-    history = out / "history.jsonl"
-    if history.exists():
-        kept = [r for r in read_jsonl_repairing(history) if int(r.get("step", 0)) <= state.step]
-        write_text_atomic(history, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+    run.keep_history_to(state.step)
     return state, ledger
 
 
 def finished_summary(out: Path) -> dict[str, Any] | None:
     """The run's summary when the run is over (nothing is left to resume), else None."""
-    path = out / "summary.json"
+    path = out / RunFiles.SUMMARY
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
@@ -114,7 +111,7 @@ def finished_summary(out: Path) -> dict[str, Any] | None:
 def earlier_sessions(out: Path) -> tuple[float, int]:
     """(wall seconds, number) of the processes that already worked on this run, from train.log:
     each one starts with a `run_start` line at 0 s, and its last line says how long it ran."""
-    path = out / "train.log"
+    path = out / RunFiles.LOG
     if not path.is_file():
         return 0.0, 0
     walls: list[float] = []

@@ -1,4 +1,6 @@
-"""RunDir: the run folder layout of DESIGN.md. Every write is atomic and redacted by value."""
+"""The run folder: `RunFiles` names everything in it (the one place those names are spelled, for
+the writer and every reader: resume, report, tracking) and `RunDir` writes and reads it through
+named methods. Every write is atomic and redacted by value."""
 
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from skillgrad.atomic import append_jsonl, write_json_atomic, write_text_atomic
+from skillgrad.atomic import append_jsonl, read_jsonl_repairing, write_json_atomic, write_text_atomic
 from skillgrad.benchmarks.splits import safe_task_id
 from skillgrad.errors import UserError
-from skillgrad.package.folder import write_package
+from skillgrad.package.folder import read_skill_at, write_package
 from skillgrad.package.model import as_package
 from skillgrad.redact import Redactor
 from skillgrad.snapshot import scrub_tree
@@ -20,7 +22,42 @@ from skillgrad.traces.steps import TraceCaps
 from skillgrad.traces.view import render_steps
 from skillgrad.values import Rollout, Task
 
-TRACE_FILE = "claude_trace_steps.txt"
+
+class RunFiles:
+    """The names in a run folder (DESIGN.md's layout). Skills are `<name>.md`, or a folder
+    `<name>/` for a skill package."""
+
+    CONFIG = "config.json"  # the resolved config, secrets redacted
+    STATE = "state.json"  # the resume point: TrainState + ledger
+    HISTORY = "history.jsonl"  # one StepRecord a step
+    SUMMARY = "summary.json"
+    EVAL = "eval.json"  # an eval folder's result
+    PAID = "paid.jsonl"  # every paid call as it returned (budget.PaidJournal)
+    LOCK = ".lock"
+    REPORT = "report.html"
+    LOG = "train.log"  # every progress event, one line each (appended across resumed sessions)
+    BEST_SKILL = "best_skill"
+    SKILLS = "skills"  # skills/vNNNN
+    STEPS = "steps"  # steps/NNNN/
+    TEST = "test"  # test/vNNNN/<task>/: the final test of the baseline and the best skill
+    ROLLOUTS = "rollouts"  # steps/NNNN/rollouts/<split>/<task>/, or an eval's rollouts/<split>/
+    REFLECTIONS = "reflections"  # steps/NNNN/reflections/mb_NN.json
+    GATE = "gate.json"
+    MERGED_PATCH = "merged_patch.json"
+    EDIT_REPORT = "edit_report.json"
+    CANDIDATE = "candidate_skill"
+    TASK_INDEX = ".tasks.json"  # <set>.tasks.json beside a rollout set: the task folders it ran
+    # one task's folder
+    TASK = "task.json"
+    ANSWER = "answer.txt"
+    SCORE = "score.json"  # written last: its presence marks the task complete
+    TRACE = "trace.json"
+    TRANSCRIPT = "transcript.jsonl"
+    WORKSPACE = "workspace"
+    CLAUDE_TRACE = "claude_trace_steps.txt"  # the default rendered trace (a spec may name its own)
+
+
+TRACE_FILE = RunFiles.CLAUDE_TRACE
 # A kept workspace file larger than this is emptied rather than scanned for secrets.
 MAX_KEPT_FILE_BYTES = 8 * 1024 * 1024
 
@@ -59,7 +96,7 @@ class RunDir:
         """Remove the temp files of atomic writes cut short by a SIGKILL (`.<name>.<random>.tmp`).
         Call with the run lock held, so no writer is using them. Workspaces are left as they are."""
         for path in self.root.rglob(".*.tmp"):
-            inside_workspace = "workspace" in path.relative_to(self.root).parts
+            inside_workspace = RunFiles.WORKSPACE in path.relative_to(self.root).parts
             if not inside_workspace and path.is_file() and not path.is_symlink():
                 with contextlib.suppress(OSError):
                     path.unlink()
@@ -81,13 +118,78 @@ class RunDir:
         return target
 
     def append_history(self, record: dict[str, Any]) -> None:
-        with _naming(self.root / "history.jsonl"):
-            append_jsonl(self.root / "history.jsonl", self._redactor.redact_json(record))
+        with _naming(self.root / RunFiles.HISTORY):
+            append_jsonl(self.root / RunFiles.HISTORY, self._redactor.redact_json(record))
+
+    def keep_history_to(self, step: int) -> None:
+        """Cut history.jsonl back to the steps up to `step` (a resume), its torn tail repaired."""
+        history = self.root / RunFiles.HISTORY
+        if history.exists():
+            kept = [r for r in read_jsonl_repairing(history) if int(r.get("step", 0)) <= step]
+            write_text_atomic(history, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+
+    # -- named artifacts ------------------------------------------------------------------------
+    def write_config(self, data: dict[str, Any]) -> Path:
+        return self.write_json(RunFiles.CONFIG, data)
+
+    def write_state(self, data: dict[str, Any]) -> Path:
+        return self.write_json(RunFiles.STATE, data)
+
+    def read_state(self) -> dict[str, Any] | None:
+        """The last checkpoint (None: the baseline never finished)."""
+        path = self.root / RunFiles.STATE
+        if not path.is_file():
+            return None
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+
+    def write_summary(self, data: dict[str, Any]) -> Path:
+        return self.write_json(RunFiles.SUMMARY, data)
+
+    def write_eval(self, data: dict[str, Any]) -> Path:
+        return self.write_json(RunFiles.EVAL, data)
+
+    def write_gate(self, step: int, data: dict[str, Any]) -> Path:
+        return self.write_json(self.step_dir(step) / RunFiles.GATE, data)
+
+    def write_merged_patch(self, step: int, data: dict[str, Any]) -> Path:
+        return self.write_json(self.step_dir(step) / RunFiles.MERGED_PATCH, data)
+
+    def write_edit_report(self, step: int, data: list[dict[str, Any]]) -> Path:
+        return self.write_json(self.step_dir(step) / RunFiles.EDIT_REPORT, data)
+
+    def write_candidate(self, step: int, text: str) -> Path:
+        return self.write_skill_at(self.step_dir(step) / RunFiles.CANDIDATE, text)
+
+    def reflection_path(self, step: int, name: str) -> Path:
+        return self.step_dir(step) / RunFiles.REFLECTIONS / f"{name}.json"
+
+    def rollouts_dir(self, step: int, split: str) -> Path:
+        """A step's rollout set of `split` (train, val, val-r2, ...)."""
+        return self.step_dir(step) / RunFiles.ROLLOUTS / split
+
+    def test_dir(self, version: int) -> Path:
+        return Path(RunFiles.TEST) / version_name(version)
+
+    def eval_dir(self, split: str) -> Path:
+        return Path(RunFiles.ROLLOUTS) / split
 
     # -- skills ---------------------------------------------------------------------------------
     def write_skill(self, version: int, text: str) -> Path:
         """skills/vNNNN.md, or the folder skills/vNNNN/ for a package."""
-        return self.write_skill_at(Path("skills") / version_name(version), text)
+        return self.write_skill_at(Path(RunFiles.SKILLS) / version_name(version), text)
+
+    def best_skill_path(self) -> Path:
+        """best_skill/ for a package, else best_skill.md."""
+        folder = self.root / RunFiles.BEST_SKILL
+        return folder if folder.is_dir() else folder.with_suffix(".md")
+
+    def write_best_skill(self, text: str) -> Path:
+        return self.write_skill_at(RunFiles.BEST_SKILL, text)
+
+    def read_skill(self, version: int) -> str:
+        """Skill version `version` as written (a package folder read back whole)."""
+        return read_skill_at(self.root / RunFiles.SKILLS / version_name(version))
 
     def write_skill_at(self, stem: str | Path, text: str) -> Path:
         """A skill at `stem`.md, or a package as the folder `stem`/ (written whole, then renamed)."""
@@ -100,7 +202,7 @@ class RunDir:
         return target
 
     def step_dir(self, step: int) -> Path:
-        return Path("steps") / f"{step:04d}"
+        return Path(RunFiles.STEPS) / f"{step:04d}"
 
     # -- rollouts -------------------------------------------------------------------------------
     def task_dir(self, prefix: Path, task: Task) -> Path:
@@ -109,7 +211,7 @@ class RunDir:
     def fresh_workspace(self, prefix: Path, task: Task, *, create: bool = True) -> Path:
         """An empty workspace for one task, only ever under the run folder. Chat targets never
         touch it (`create=False`), so their prediction folders stay free of empty directories."""
-        workspace = self.root / self.task_dir(prefix, task) / "workspace"
+        workspace = self.root / self.task_dir(prefix, task) / RunFiles.WORKSPACE
         if workspace.exists():
             shutil.rmtree(workspace)
         if create:
@@ -119,7 +221,7 @@ class RunDir:
     def write_task_index(self, prefix: Path, tasks: list[Task]) -> None:
         """List the set's task folders before they run: the report shows only these (an agent may
         plant folders next to its own)."""
-        index = prefix.with_name(f"{prefix.name}.tasks.json")
+        index = prefix.with_name(f"{prefix.name}{RunFiles.TASK_INDEX}")
         try:  # a set validated in waves (racing) lists each wave's tasks in turn: keep them all
             listed = json.loads((self.root / index).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -134,14 +236,14 @@ class RunDir:
         folder = self.task_dir(prefix, rollout.task)
         # The agent wrote the workspace (maybe `env > file`): scored by now, it is scrubbed before
         # it is kept, like every other artifact.
-        scrub_tree(self.root / folder / "workspace", self._redactor.redact_bytes, MAX_KEPT_FILE_BYTES)
-        self.write_json(folder / "task.json", rollout.task.to_json())
-        self.write_text(folder / "answer.txt", rollout.result.answer)
+        scrub_tree(self.root / folder / RunFiles.WORKSPACE, self._redactor.redact_bytes, MAX_KEPT_FILE_BYTES)
+        self.write_json(folder / RunFiles.TASK, rollout.task.to_json())
+        self.write_text(folder / RunFiles.ANSWER, rollout.result.answer)
         if harness or rollout.result.trace:
             self.write_text(folder / trace_file, render_steps(rollout.result.trace, caps) + "\n")
-            self.write_json(folder / "trace.json", [s.to_json() for s in rollout.result.trace])
+            self.write_json(folder / RunFiles.TRACE, [s.to_json() for s in rollout.result.trace])
         if rollout.result.raw:
             lines = "".join(json.dumps(m, ensure_ascii=False, default=str) + "\n" for m in rollout.result.raw)
-            self.write_text(folder / "transcript.jsonl", lines)
+            self.write_text(folder / RunFiles.TRANSCRIPT, lines)
         # score.json last: its presence marks the task as complete.
-        self.write_json(folder / "score.json", rollout.to_json())
+        self.write_json(folder / RunFiles.SCORE, rollout.to_json())

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from skillgrad.errors import UserError
 from skillgrad.loop.events import Observer
+from skillgrad.loop.records import StepEnd
 from skillgrad.progress import usage_by_role
 from skillgrad.redact import Redactor
+from skillgrad.runs import RunFiles
 from skillgrad.values import Usage
 
 if TYPE_CHECKING:
@@ -25,7 +27,13 @@ if TYPE_CHECKING:
 
 EXPERIMENT = "skillgrad"
 PARAM_CHARS = 500  # well under MLflow's param value limit; a long value is a path or a prompt
-ARTIFACT_FILES = ("config.json", "summary.json", "history.jsonl", "best_skill.md", "report.html")
+ARTIFACT_FILES = (
+    RunFiles.CONFIG,
+    RunFiles.SUMMARY,
+    RunFiles.HISTORY,
+    f"{RunFiles.BEST_SKILL}.md",
+    RunFiles.REPORT,
+)
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
@@ -100,22 +108,22 @@ class MlflowObserver:
             score = _num(fields.get("mean_score"))
             self._metrics({"val_score": score, "best_score": score, "current_score": score}, 0)
         elif kind == "step_end":
-            step = int(fields.get("step") or 0)
+            end = StepEnd.from_json(fields)
             values: dict[str, float | None] = {
-                "val_score": _num(fields.get("val_score")),
-                "best_score": _num(fields.get("best_score")),
-                "current_score": _num(fields.get("current_score")),
-                "accepted": 1.0 if fields.get("action") == "accepted" else 0.0,
-                "edits_applied": _num(fields.get("edits_applied")),
+                "val_score": end.val_score,
+                "best_score": end.best_score,
+                "current_score": end.current_score,
+                "accepted": 1.0 if end.action == "accepted" else 0.0,
+                "edits_applied": float(end.edits_applied),
             }
-            self._metrics({**values, **_usage_metrics(fields.get("usage"))}, step)
+            self._metrics({**values, **_usage_metrics(end.usage)}, end.step)
         elif kind == "run_end":
             self._finish(fields)
 
     def _finish(self, fields: dict[str, Any]) -> None:
         if self.run_id is None:
             return
-        summary = _read_json(self.out_dir / "summary.json")
+        summary = _read_json(self.out_dir / RunFiles.SUMMARY)
         test = summary.get("test")
         test = test if isinstance(test, dict) else {}
         step = int(summary.get("steps") or 0)
@@ -137,11 +145,12 @@ class MlflowObserver:
 
     def _artifacts(self) -> None:
         assert self.run_id is not None
-        skills = self.out_dir / "skills"
+        skills = self.out_dir / RunFiles.SKILLS
         if skills.is_dir():
-            self.client.log_artifacts(self.run_id, str(skills), "skills")
-        if (self.out_dir / "best_skill").is_dir():  # a skill package's best version
-            self.client.log_artifacts(self.run_id, str(self.out_dir / "best_skill"), "best_skill")
+            self.client.log_artifacts(self.run_id, str(skills), RunFiles.SKILLS)
+        best = self.out_dir / RunFiles.BEST_SKILL
+        if best.is_dir():  # a skill package's best version
+            self.client.log_artifacts(self.run_id, str(best), RunFiles.BEST_SKILL)
         for name in ARTIFACT_FILES:
             if (self.out_dir / name).is_file():
                 self.client.log_artifact(self.run_id, str(self.out_dir / name))

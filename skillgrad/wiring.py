@@ -75,7 +75,6 @@ def checked_benchmark(cfg: Config, splits: tuple[str, ...]) -> Benchmark:
 
 
 DEFAULT_CACHE_DIR = Path("~/.cache/skillgrad/calls")
-PAID_JOURNAL = "paid.jsonl"
 
 
 def redactor_for(cfg: Config) -> Redactor:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import e2e_config
+from tests.e2e_config import capitals_data, one_epoch_lines, qa_lines
 from tests.fakes.anthropic_server import FakeAnthropic, FakeReply, FakeRequest, text, tool_use
 
 CAPITALS = {
@@ -57,27 +59,16 @@ def handler(req: FakeRequest) -> FakeReply:
 
 
 def write_config(tmp_path: Path, api: FakeAnthropic) -> Path:
-    data = tmp_path / "capitals.jsonl"
-    rows = [
-        {"id": f"q{i}", "question": f"What is the capital of {country}?", "answers": [city]}
-        for i, (country, city) in enumerate(CAPITALS.items())
-    ]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     lines = [
-        "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 4", "  val_size: 4", "  test_size: 0",
-        "  seed: 1",
+        *qa_lines(capitals_data(tmp_path, CAPITALS), 4),
         "skill:", f"  name: {SKILL_NAME}",
         "model:", f"  base_url: {api.base_url}", "  api_key: sk-ant-FAKE-trace-e2e-000",
         "  optimizer_model: claude-sonnet-4-5", "  target_model: claude-sonnet-4-5",
         "  claude_code_timeout_s: 120", "  timeout_s: 120", "  claude_code_max_turns: 30",
-        "train:", "  epochs: 1", "  batch_size: 4", "  minibatch_size: 4", "  concurrency: 4",
-        "optimizer:", "  learning_rate: 2", "  min_learning_rate: 1",
         "trace:", "  total_chars: 1200", f"  prompt_chars: {PROMPT_CHARS}",
-        "cache:", f"  dir: {tmp_path / 'cache'}",
+        *one_epoch_lines(4, tmp_path / "cache"),
     ]  # fmt: skip
-    path = tmp_path / "config.yaml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return e2e_config.write_config(tmp_path, lines)
 
 
 def trace_sections(prompt: str) -> list[str]:

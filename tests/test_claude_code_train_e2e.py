@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests import e2e_config
+from tests.e2e_config import capitals_data, one_epoch_lines, qa_lines
 from tests.fakes.anthropic_server import FakeAnthropic, FakeReply, FakeRequest, text, tool_use
 
 CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Italy": "Rome", "Spain": "Madrid"}
@@ -48,26 +50,15 @@ def handler(req: FakeRequest) -> FakeReply:
 
 
 def write_config(tmp_path: Path, api: FakeAnthropic) -> Path:
-    data = tmp_path / "capitals.jsonl"
-    rows = [
-        {"id": f"q{i}", "question": f"What is the capital of {country}?", "answers": [city]}
-        for i, (country, city) in enumerate(CAPITALS.items())
-    ]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     lines = [
-        "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 2", "  val_size: 2", "  test_size: 0",
-        "  seed: 1",
+        *qa_lines(capitals_data(tmp_path, CAPITALS), 2),
         "skill:", f"  name: {SKILL_NAME}",
         "model:", f"  base_url: {api.base_url}", f"  api_key: {FAKE_KEY}",
         "  optimizer_model: claude-sonnet-4-5", "  target_model: claude-sonnet-4-5",
         "  claude_code_timeout_s: 120", "  timeout_s: 120",
-        "train:", "  epochs: 1", "  batch_size: 2", "  minibatch_size: 2", "  concurrency: 2",
-        "optimizer:", "  learning_rate: 2", "  min_learning_rate: 1",
-        "cache:", f"  dir: {tmp_path / 'cache'}",
+        *one_epoch_lines(2, tmp_path / "cache"),
     ]  # fmt: skip
-    path = tmp_path / "config.yaml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return e2e_config.write_config(tmp_path, lines)
 
 
 def read_json(path: Path) -> Any:

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests import e2e_config
 from tests import test_claude_code_train_e2e as claude_e2e
+from tests.e2e_config import capitals_data, one_epoch_lines, qa_lines
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.codex_cli import require_codex_cli
 from tests.fakes.responses_server import Reply, ResponsesRequest, ScriptedResponses, message, shell
@@ -44,25 +46,14 @@ def handler(request: ResponsesRequest) -> Reply:
 
 
 def write_config(tmp_path: Path, extra: list[str]) -> Path:
-    data = tmp_path / "capitals.jsonl"
-    rows = [
-        {"id": f"q{i}", "question": f"What is the capital of {country}?", "answers": [city]}
-        for i, (country, city) in enumerate(CAPITALS.items())
-    ]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     lines = [
-        "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 2", "  val_size: 2", "  test_size: 0",
-        "  seed: 1",
+        *qa_lines(capitals_data(tmp_path, CAPITALS), 2),
         "skill:", f"  name: {SKILL_NAME}",
         "model:", f"  api_key: {FAKE_KEY}", f"  codex_cli_path: {require_codex_cli()}",
         "  codex_timeout_s: 120", "  claude_code_timeout_s: 120", "  timeout_s: 120", *extra,
-        "train:", "  epochs: 1", "  batch_size: 2", "  minibatch_size: 2", "  concurrency: 2",
-        "optimizer:", "  learning_rate: 2", "  min_learning_rate: 1",
-        "cache:", f"  dir: {tmp_path / 'cache'}",
+        *one_epoch_lines(2, tmp_path / "cache"),
     ]  # fmt: skip
-    path = tmp_path / "config.yaml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return e2e_config.write_config(tmp_path, lines)
 
 
 def skillgrad(*args: str) -> subprocess.CompletedProcess[str]:

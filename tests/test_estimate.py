@@ -72,7 +72,7 @@ def test_agent_harness_turns_traces_and_budget_note() -> None:
     cfg.budget.max_calls = 10
     splits = {"train": _tasks(4), "val": _tasks(2)}
     est = estimate(cfg, splits, "")
-    assert est["assumptions"]["agent_turns_per_rollout"] == 8
+    assert est["assumptions"]["agent_turns"] == 8
     chat = estimate(_cfg(), splits, "")
     assert est["by_stage"]["baseline"]["input_tokens"] == 8 * chat["by_stage"]["baseline"]["input_tokens"]
     per_reflect = est["by_stage"]["reflect"]["input_tokens"] / est["by_stage"]["reflect"]["calls"]

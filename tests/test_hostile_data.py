@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from skillgrad.text import clean_json, clean_text
+from tests import e2e_config
+from tests.e2e_config import one_epoch_lines, qa_lines, write_jsonl
 from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, text
 
 LONE = "\ud800"
@@ -31,20 +33,15 @@ def write_config(tmp_path: Path, server: ScriptedOpenAI) -> Path:
         }
         for i in range(4)
     ]
-    data = tmp_path / "items.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")  # ASCII escapes
+    data = write_jsonl(tmp_path / "items.jsonl", rows)  # ASCII escapes
     assert "\\ud800" in data.read_text(encoding="utf-8")
     lines = [
-        "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 2", "  val_size: 2", "  test_size: 0",
+        *qa_lines(data, 2, seed=None),
         "model:", "  backend: openai_chat", f"  base_url: {server.base_url}", "  api_key: sk-surrogate-0",
         "  optimizer_model: fake-optimizer", "  target_model: fake-target",
-        "train:", "  epochs: 1", "  batch_size: 2", "  minibatch_size: 2", "  concurrency: 2",
-        "optimizer:", "  learning_rate: 2", "  min_learning_rate: 1",
-        "cache:", f"  dir: {tmp_path / 'cache'}",
+        *one_epoch_lines(2, tmp_path / "cache"),
     ]  # fmt: skip
-    path = tmp_path / "config.yaml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return e2e_config.write_config(tmp_path, lines)
 
 
 def train(config: Path, out: Path) -> subprocess.CompletedProcess[str]:

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests import e2e_config
+from tests.e2e_config import one_epoch_lines
 from tests.fakes.anthropic_server import FakeAnthropic, FakeReply, FakeRequest, text, tool_use
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,13 +115,9 @@ def write_config(tmp_path: Path, api: FakeAnthropic) -> Path:
         "  optimizer_backend: anthropic_chat", "  target_backend: claude_code_exec",
         "  optimizer_model: claude-sonnet-4-5", "  target_model: claude-sonnet-4-5",
         "  claude_code_timeout_s: 120", "  timeout_s: 60", "  max_retries: 0",
-        "train:", "  epochs: 1", "  batch_size: 2", "  minibatch_size: 2", "  concurrency: 2",
-        "optimizer:", "  learning_rate: 2", "  min_learning_rate: 1",
-        "cache:", f"  dir: {tmp_path / 'cache'}",
+        *one_epoch_lines(2, tmp_path / "cache"),
     ]  # fmt: skip
-    path = tmp_path / "config.yaml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
+    return e2e_config.write_config(tmp_path, lines)
 
 
 def train(world: World, *args: str) -> subprocess.CompletedProcess[str]:

@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import tempfile
-import time
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,15 +36,14 @@ import anyio
 
 from skillgrad.backends import workspace as workspace_files
 from skillgrad.backends.claude_events import sdk_message_to_event
+from skillgrad.backends.cli_chat import CliChat
 from skillgrad.backends.common import fatal_error, is_fatal_status, key_source, split_messages
 from skillgrad.backends.containment import ContainedCli
-from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
-from skillgrad.errors import BackendError
 from skillgrad.lazy import lazy_import
 from skillgrad.templates import render
 from skillgrad.traces.claude import ParsedSession, steps_from_events
-from skillgrad.values import AgentResult, Effort, Message, Reply, Role, Task, TraceStep, Usage
+from skillgrad.values import AgentResult, Effort, Message, Role, Task, TraceStep, Usage
 
 if TYPE_CHECKING:
     import claude_agent_sdk as sdk
@@ -305,16 +303,11 @@ def _is_transient(failure: str | None, session: ParsedSession) -> bool:
     )
 
 
-class ClaudeCodeChat:
+class ClaudeCodeChat(CliChat):
     """The optimizer role (and a chat model in general) on the Claude Code CLI, without tools."""
 
     name = BACKEND
-    retry_backoff_s = 1.0  # first pause between transport retries; doubles, capped at 30 s
-
-    def __init__(self, cfg: Config, role: Role) -> None:
-        self.cfg = cfg
-        self.role = role
-        self.model = cfg.model.model_for(role) or DEFAULT_MODEL
+    default_model = DEFAULT_MODEL
 
     def options(
         self, cwd: str, system: str, schema: dict[str, Any] | None, effort: Effort | None, stderr: deque[str]
@@ -330,54 +323,21 @@ class ClaudeCodeChat:
             **_common_options(self.cfg, self.role, stderr),
         )
 
-    def _once(
+    def _attempt(
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None
-    ) -> tuple[ParsedSession, str | None]:
+    ) -> tuple[str | None, Usage, str]:
         system, prompt = split_messages(messages)
         stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         with tempfile.TemporaryDirectory(prefix="skillgrad-cc-") as cwd:
             options = self.options(cwd, system, schema, effort, stderr)
             timeout = self.cfg.model.claude_code_timeout_s
             _, session, failure = run_session(prompt, options, timeout, stderr, key_hint(self.cfg, self.role))
-        return session, failure
-
-    def _call(
-        self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
-    ) -> tuple[str, Usage]:
-        """One answer (transport-retried with backoff) as text; structured output as JSON text."""
-        usage = Usage()
-        reason = ""
-        for attempt in range(self.cfg.model.max_retries + 1):
-            if attempt:
-                time.sleep(min(self.retry_backoff_s * 2 ** (attempt - 1), 30.0))
-            session, failure = self._once(messages, schema, effort)
-            usage = usage + (session.usage or Usage(calls=1, cost_usd=None))
-            if not _is_transient(failure, session):
-                if session.structured_output is not None:
-                    return json.dumps(session.structured_output), usage
-                return session.final_answer, usage
-            reason = failure or "; ".join(session.errors)
-        raise BackendError(
-            f"{BACKEND}: stage '{stage}' failed after "
-            f"{self.cfg.model.max_retries + 1} attempts: {reason[:300]}"
-        )
-
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        effort: Effort | None = None,
-        stage: str,
-    ) -> Reply:
-        return complete_structured(
-            lambda convo: self._call(convo, schema, effort, stage),
-            messages,
-            schema,
-            backend=BACKEND,
-            stage=stage,
-            retries=self.cfg.model.json_retries,
-        )
+        usage = session.usage or Usage(calls=1, cost_usd=None)
+        if _is_transient(failure, session):
+            return None, usage, failure or "; ".join(session.errors)
+        if session.structured_output is not None:
+            return json.dumps(session.structured_output), usage, ""
+        return session.final_answer, usage, ""
 
 
 def new_run_state() -> None:

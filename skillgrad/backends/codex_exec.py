@@ -27,20 +27,19 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from skillgrad.backends.cli_chat import CliChat
 from skillgrad.backends.codex_args import PASSTHROUGH, api_key, base_argv, cli_env, optimizer_args, toml_str
 from skillgrad.backends.codex_process import CodexRun, run_cli
 from skillgrad.backends.common import split_messages
-from skillgrad.backends.structured import complete_structured
 from skillgrad.backends.workspace import prepare_workspace
 from skillgrad.config import Config
-from skillgrad.errors import BackendError, UserError
+from skillgrad.errors import UserError
 from skillgrad.templates import render
 from skillgrad.traces.codex import CodexSession, steps_from_codex_events
-from skillgrad.values import AgentResult, Effort, Message, Reply, Role, Task, TraceStep, Usage
+from skillgrad.values import AgentResult, Effort, Message, Role, Task, TraceStep, Usage
 
 BACKEND = "codex_exec"
 PINNED_VERSION = "0.169.0"  # what `.ci/run` installs and the tests drive
@@ -208,17 +207,15 @@ def strict_schema(schema: Any) -> Any:
     return out
 
 
-class CodexChat:
+class CodexChat(CliChat):
     """The optimizer role (and a chat model in general) on the Codex CLI, without tools."""
 
     name = BACKEND
-    retry_backoff_s = 1.0  # first pause between transport retries; doubles, capped at 30 s
+    default_model = DEFAULT_MODEL
 
     def __init__(self, cfg: Config, role: Role) -> None:
-        self.cfg = cfg
-        self.role = role
+        super().__init__(cfg, role)
         self.cli = _cli_or_error(cfg)
-        self.model = cfg.model.model_for(role) or DEFAULT_MODEL
 
     def _once(
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None
@@ -243,42 +240,17 @@ class CodexChat:
                 max_tool_calls=0,
             )
 
-    def _call(
-        self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
-    ) -> tuple[str, Usage]:
-        """One answer (transport-retried with backoff) as text."""
-        usage = Usage()
-        reason = ""
-        for attempt in range(self.cfg.model.max_retries + 1):
-            if attempt:
-                time.sleep(min(self.retry_backoff_s * 2 ** (attempt - 1), 30.0))
-            run = self._once(messages, schema, effort)
-            session = _session(run, None)
-            usage = usage + (session.usage or Usage(calls=1, cost_usd=None))
-            if run.hit_tool_limit:
-                return session.final_answer, usage  # it tried a tool: re-asked as a bad reply
-            if not session.is_error:
-                return session.final_answer, usage
-            reason = "; ".join(session.errors)
-        attempts = self.cfg.model.max_retries + 1
-        raise BackendError(f"{BACKEND}: stage '{stage}' failed after {attempts} attempts: {reason[:300]}")
-
-    def complete(
-        self,
-        messages: list[Message],
-        *,
-        schema: dict[str, Any] | None = None,
-        effort: Effort | None = None,
-        stage: str,
-    ) -> Reply:
-        return complete_structured(
-            lambda convo: self._call(convo, schema, effort, stage),
-            messages,
-            schema,
-            backend=BACKEND,
-            stage=stage,
-            retries=self.cfg.model.json_retries,
-        )
+    def _attempt(
+        self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None
+    ) -> tuple[str | None, Usage, str]:
+        run = self._once(messages, schema, effort)
+        session = _session(run, None)
+        usage = session.usage or Usage(calls=1, cost_usd=None)
+        if run.hit_tool_limit:  # it tried a tool: re-asked as a bad reply
+            return session.final_answer, usage, ""
+        if not session.is_error:
+            return session.final_answer, usage, ""
+        return None, usage, "; ".join(session.errors)
 
 
 def new_run_state() -> None:

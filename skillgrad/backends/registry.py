@@ -10,7 +10,7 @@ are wrapped in `ChatAgent` here, so the trainer only ever sees the two role prot
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, cast
 
 from skillgrad.backend_specs import BACKENDS, BackendSpec, spec_for
 from skillgrad.backends.base import Agent, ChatBackend, ChatModel, HarnessBackend
@@ -82,12 +82,12 @@ class Backends:
     def agent(self) -> Agent:
         """The target role as an Agent: a harness directly, a chat backend through ChatAgent."""
         name = self.cfg.model.backend_for("target")
-        module = _usable_module(self.cfg, name, "target")
-        if isinstance(module, HarnessBackend) and spec_for(name).harness:
-            return module.create_agent(self.cfg, self._state(name, module))
-        from skillgrad.backends.chat_agent import ChatAgent
+        if not spec_for(name).harness:
+            from skillgrad.backends.chat_agent import ChatAgent
 
-        return ChatAgent(self.chat("target"), effort=self.cfg.model.effort_for("target"))
+            return ChatAgent(self.chat("target"), effort=self.cfg.model.effort_for("target"))
+        module = cast(HarnessBackend, _usable_module(self.cfg, name, "target"))  # load_backend checked it
+        return module.create_agent(self.cfg, self._state(name, module))
 
 
 def make_chat(cfg: Config, role: Role) -> ChatModel:

@@ -10,9 +10,10 @@ from skillgrad.config import Config
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.events import Events
-from skillgrad.loop.merge import MERGERS, Patch
-from skillgrad.loop.select import COPIES_TASK, RANKERS, Selection, select_valid
+from skillgrad.loop.merge import Patch
+from skillgrad.loop.select import COPIES_TASK, Selection, select_valid
 from skillgrad.loop.state import TrainState
+from skillgrad.loop.strategies import Merger, Ranker
 from skillgrad.loop.taskcopy import TaskCopyGuard
 from skillgrad.package.doc import PackageDoc, char_limit, open_skill
 from skillgrad.runs import RunDir
@@ -21,12 +22,12 @@ from skillgrad.values import Task
 
 
 class Candidates:
-    def __init__(self, cfg: Config, run: RunDir, events: Events) -> None:
+    def __init__(self, cfg: Config, run: RunDir, events: Events, merger: Merger, ranker: Ranker) -> None:
         self.cfg = cfg
         self.run = run
         self.events = events
-        self.merger = MERGERS[cfg.optimizer.merge]()
-        self.ranker = RANKERS[cfg.optimizer.rank]()
+        self.merger = merger
+        self.ranker = ranker
         self.echo = PromptEcho([*template_texts(), *template_texts("skillgrad.package")])
         self.checks = CandidateChecks(cfg.skill.max_chars, cfg.skill.self_test_timeout_s)
 
@@ -61,8 +62,8 @@ class Candidates:
             copies_task=self.task_copies(batch),
         )
         state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)
-        self.run.write_json(
-            self.run.step_dir(step) / "merged_patch.json",
+        self.run.write_merged_patch(
+            step,
             {
                 "step": step,
                 "learning_rate": lr,
@@ -80,11 +81,10 @@ class Candidates:
     ) -> tuple[SkillDoc | PackageDoc, list[EditOutcome], str | None]:
         """The selected edits applied (edit_report.json, candidate_skill), and why the candidate
         cannot be validated (a failed script check, the budget), or None."""
-        folder = self.run.step_dir(step)
         current = open_skill(state.current_text, self.cfg.skill.max_chars)
         candidate, outcomes = current.apply([m.edit for m in chosen.selected], max_chars)
-        self.run.write_json(folder / "edit_report.json", [o.to_json() for o in outcomes])
-        self.run.write_skill_at(folder / "candidate_skill", candidate.text)
+        self.run.write_edit_report(step, [o.to_json() for o in outcomes])
+        self.run.write_candidate(step, candidate.text)
         blocked = None if candidate.text == state.current_text else self.checks.problem(candidate.text)
         if blocked:
             self.events.emit("message", text=f"step {step}: candidate skipped: {blocked}")

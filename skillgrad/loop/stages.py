@@ -1,27 +1,23 @@
-"""The stages that call models, as the trainer runs them: rollouts (target) and reflection
-(optimizer). Each persists what it produces through RunDir, reports progress through Events and
-pays through Accounting; several may run side by side (overlap), sharing `slots`."""
+"""The rollout stages as the trainer (and `skillgrad eval`) run them, and the two role objects
+they are given. A stage persists what it produces through RunDir, reports progress through
+Events and pays through Accounting; several may run side by side (overlap) and with reflection
+(`loop.reflection`), sharing `slots`."""
 
 from __future__ import annotations
 
 import shutil
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillgrad.backends.base import Agent, ChatModel, ResamplingAgent
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark
 from skillgrad.config import Config
-from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
+from skillgrad.errors import FatalBackendError
 from skillgrad.loop.accounting import Accounting, MeteredChatModel
 from skillgrad.loop.events import Events
-from skillgrad.loop.merge import Patch
-from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
-from skillgrad.loop.rewrite import ANALYSTS
 from skillgrad.loop.rollout import mean_score, run_rollouts
-from skillgrad.loop.state import TrainState
 from skillgrad.runs import TRACE_FILE, RunDir
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.values import Rollout, Task
@@ -50,7 +46,10 @@ def resampled(agent: Agent, repeat: int) -> Agent:
     return agent
 
 
-class Stages:
+class RolloutRunner:
+    """Runs tasks with a skill for every stage that needs the target (baseline, train rollouts,
+    validation, test, and `skillgrad eval`): each rollout persisted, paid for and reported."""
+
     def __init__(
         self,
         cfg: Config,
@@ -67,10 +66,6 @@ class Stages:
         self.events = events
         self.accounting = accounting
         self.caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
-        # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not to.
-        self.include_traces = cfg.model.analyst_sees_traces()
-        self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
-        self.analyst = ANALYSTS[cfg.optimizer.edit_mode]
         self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
         if isinstance(benchmark, JudgedBenchmark):
             if roles.judge is None:
@@ -141,55 +136,3 @@ class Stages:
         )
         self.events.emit("stage_end", stage=stage, step=step, mean_score=mean_score(results))
         return results
-
-    def reflect(self, step: int, state: TrainState, rollouts: list[Rollout], lr: int) -> list[Patch]:
-        optimizer = self.roles.optimizer
-        assert optimizer is not None, "training needs an optimizer role"
-        size = self.cfg.train.minibatch_size
-        minibatches = [rollouts[i : i + size] for i in range(0, len(rollouts), size)]
-        # Minibatches where every task passed carry no signal for a fix: skip their cost.
-        failing = [(i, mb) for i, mb in enumerate(minibatches) if any(not r.score.passed for r in mb)]
-        chats = [optimizer, *self.roles.samplers][: self.cfg.optimizer.proposals_per_minibatch]
-        work = [(i, mb, k) for i, mb in failing for k in range(len(chats))]
-        self.events.emit("stage_start", stage="reflect", step=step, epoch=self.epoch, total=len(work))
-        rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
-
-        def one(index: int, minibatch: list[Rollout], proposal: int) -> Patch | Exception:
-            with self.slots:
-                self.accounting.reserve()
-                inputs = AnalystInputs(
-                    state.current_text,
-                    minibatch,
-                    rejected,
-                    max(lr, self.cfg.optimizer.max_proposed_edits),
-                    self.include_traces,
-                    self.caps,
-                    self.cfg.trace.prompt_chars,
-                    self.trace_heading,
-                    package_chars=self.cfg.skill.prompt_chars,
-                    budget=self.cfg.skill.max_chars,
-                )
-                name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "")
-                record_path = self.run.step_dir(step) / "reflections" / f"{name}.json"
-                try:
-                    patch, reply, messages = self.analyst(
-                        chats[proposal], inputs, index, self.cfg.model.effort_for("optimizer"), proposal
-                    )
-                except FatalBackendError:
-                    self.accounting.release()
-                    raise
-                except (StructuredOutputError, BackendError) as exc:
-                    self.accounting.release()
-                    self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
-                    return exc
-                self.accounting.record("optimizer", "reflect", reply.usage, reply.saved)
-            self.run.write_json(record_path, reflection_record(index, minibatch, messages, reply, patch))
-            return patch
-
-        with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
-            outcomes = list(pool.map(lambda item: one(*item), work))
-        errors = [o for o in outcomes if isinstance(o, Exception)]
-        if work and len(errors) == len(work):
-            raise TrainingFailed(f"every reflection of step {step} failed; last error: {errors[-1]}")
-        self.events.emit("stage_end", stage="reflect", step=step, mean_score=None)
-        return [o for o in outcomes if isinstance(o, Patch)]

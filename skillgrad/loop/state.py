@@ -32,6 +32,22 @@ class TrainState:
     rounds: int = 0  # sequential rounds of calls so far (observed), kept across a resume
     task_text_copies: int = 0  # edits dropped because they copy a task's text
 
+    def accept(self, text: str, score: float, step: int) -> bool:
+        """The gate accepted the candidate `text` (validated at `score`): it becomes the current
+        skill as a new version. True when it is also the best so far."""
+        self.version += 1
+        self.current_text, self.current_score = text, score
+        self.accepted += 1
+        if score <= self.best_score:
+            return False
+        self.best_score, self.best_version, self.best_step = score, self.version, step
+        return True
+
+    def reject(self, applied: list[Edit]) -> None:
+        """The gate rejected the candidate: its edits join the rejected buffer of this epoch."""
+        self.rejected += 1
+        self.rejected_edits.extend(applied)
+
     def outcome(self) -> dict[str, Any]:
         """The scores and counts a run summary reports."""
         return {

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
-import random
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from skillgrad.benchmarks.base import Benchmark
@@ -26,23 +24,23 @@ from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
-from skillgrad.loop.gate import make_gate, mean_of
+from skillgrad.loop.gate import mean_of
+from skillgrad.loop.plan import Plan, Splits, make_plan, steps_per_epoch
+from skillgrad.loop.records import GateRecord, StepEnd, StepRecord
+from skillgrad.loop.reflection import Reflection
 from skillgrad.loop.rollout import mean_score
-from skillgrad.loop.select import SCHEDULES
-from skillgrad.loop.stages import Roles, Stages, TrainingFailed
+from skillgrad.loop.stages import Roles, RolloutRunner, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.loop.stopping import stop_reason
+from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.validate import Validation, ValUnit, validate
-from skillgrad.loop.verdict import gate_record, judge
+from skillgrad.loop.verdict import judge
 from skillgrad.package.doc import PackageDoc
-from skillgrad.package.folder import read_skill_at
 from skillgrad.runs import RunDir
-from skillgrad.skill import Edit, EditOutcome, SkillDoc
+from skillgrad.skill import EditOutcome, SkillDoc
 from skillgrad.values import Rollout, Task
 
 __all__ = ["Roles", "Trainer", "TrainingFailed"]
-
-Plan = list[tuple[int, int, list[Task]]]  # (step, epoch, batch) of the whole run
 
 
 class Trainer:
@@ -55,6 +53,7 @@ class Trainer:
         events: Events,
         ledger: Ledger,
         initial_skill: str,
+        strategies: Strategies,
     ) -> None:
         self.cfg = cfg
         self.benchmark = benchmark
@@ -63,24 +62,31 @@ class Trainer:
         self.events = events
         self.ledger = ledger
         self.initial_skill = initial_skill
-        self.gate = make_gate(cfg.optimizer.gate, cfg.optimizer.gate_alpha)
-        self.schedule = SCHEDULES[cfg.optimizer.lr_schedule]
-        self.candidates = Candidates(cfg, run, events)
+        self.gate = strategies.gate
+        self.schedule = strategies.schedule
+        self.candidates = Candidates(cfg, run, events, strategies.merger, strategies.ranker)
         self.accounting = Accounting(ledger)
-        self.stages = Stages(cfg, benchmark, roles, run, events, self.accounting)
+        self.runner = RolloutRunner(cfg, benchmark, roles, run, events, self.accounting)
+        self.reflection = Reflection(
+            cfg,
+            roles,
+            run,
+            events,
+            self.accounting,
+            strategies.analyst,
+            slots=self.runner.slots,
+            caps=self.runner.caps,
+        )
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
-        self._splits: dict[str, list[Task]] = {}
+        self.benchmark_split = Splits(benchmark)
         self._rounds_before = 0  # observed rounds of earlier sessions of a resumed run
         # wall seconds and number of the earlier processes of a resumed run (resume.earlier_sessions)
         self.earlier_wall_s, self.earlier_sessions = 0.0, 0
 
-    def rollouts(self, tasks: list[Task], skill: str, prefix: Path, stage: str, step: int) -> list[Rollout]:
-        return self.stages.rollouts(tasks, skill, prefix, stage, step)
-
     # -- train rollouts -------------------------------------------------------------------------
     def _train_rollouts(self, step: int, batch: list[Task], skill: str) -> list[Rollout]:
-        prefix = self.run.step_dir(step) / "rollouts" / "train"
-        return self.stages.rollouts(batch, skill, prefix, "rollout", step, fresh=True)
+        prefix = self.run.rollouts_dir(step, "train")
+        return self.runner.rollouts(batch, skill, prefix, "rollout", step, fresh=True)
 
     def _prefetch(self, plan: Plan, skill: str) -> None:
         if self.ahead is not None:
@@ -106,56 +112,83 @@ class Trainer:
             step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
         )
         train = self.train_batch(state, step, batch)
-        patches = self.stages.reflect(step, state, train, lr)
+        patches = self.reflection.reflect(step, epoch, state, train, lr)
         failed = [r.result.answer for r in train if not r.score.passed]
         chosen, max_chars = self.candidates.select(state, step, batch, patches, lr, failed)
         candidate, outcomes, blocked = self.candidates.build(state, step, chosen, max_chars)
-        record = self._validate_and_gate(
-            state, step, candidate, outcomes, plan[index + 1 : index + 2], blocked
-        )
-        state.step = step
-        self.run.append_history(
-            {
-                "step": step,
-                "epoch": epoch,
-                "learning_rate": lr,
-                "train_score": mean_score(train),
-                "dropped": chosen.counts(),
-                **record,
-                "usage": self.accounting.step_usage(),
-            }
-        )
-        self.events.emit(
-            "step_end",
+        started = StepRecord(
             step=step,
             epoch=epoch,
-            action=record["action"],
-            val_score=record["val_score"],
+            learning_rate=lr,
+            train_score=mean_score(train),
+            dropped=chosen.counts(),
+            current_score=state.current_score,
+            edits=[{**o.edit.to_json(), "status": o.status, "reason": o.reason} for o in outcomes],
+            version=None,
+            cached=False,
+            action="skipped",
+            val_score=None,
+            best_score=state.best_score,
+        )
+        record = self._validate_and_gate(
+            state, started, candidate, outcomes, plan[index + 1 : index + 2], blocked
+        )
+        state.step = step
+        record = replace(record, usage=self.accounting.step_usage())
+        self.run.append_history(record.to_json())
+        end = StepEnd(
+            step=step,
+            epoch=epoch,
+            action=record.action,
+            val_score=record.val_score,
             best_score=state.best_score,
             current_score=before,
             edits_applied=sum(1 for o in outcomes if o.status == "applied"),
             usage=self.accounting.usage_so_far(),
             step_usage=self.accounting.step_usage(),
         )
+        self.events.emit("step_end", **end.to_json())
 
     def _validate_and_gate(
         self,
         state: TrainState,
-        step: int,
+        started: StepRecord,
         candidate: SkillDoc | PackageDoc,
         outcomes: list[EditOutcome],
         nxt: Plan,
         blocked: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> StepRecord:
+        """Validate the candidate (unless there is nothing to validate), let the gate decide, write
+        gate.json and the new version; the step's record with the decision."""
+        step = started.step
         applied = [o.edit for o in outcomes if o.status == "applied"]
-        edits = [{**o.edit.to_json(), "status": o.status, "reason": o.reason} for o in outcomes]
-        base = {"current_score": state.current_score, "edits": edits, "version": None, "cached": False}
-        gate_path = self.run.step_dir(step) / "gate.json"
         if not applied or candidate.text == state.current_text or blocked:
-            gate = gate_record(None, None, state.current_score, self.cfg)
-            why = {"skip_reason": blocked} if blocked else {}
-            self.run.write_json(gate_path, {**gate, **why, **({"reason": blocked} if blocked else {})})
-            return {**base, "action": "skipped", "val_score": None, "best_score": state.best_score, **why}
+            skipped = GateRecord.skipped(state.current_score, self.cfg.optimizer, blocked)
+            self.run.write_gate(step, skipped.to_json())
+            return replace(started, skip_reason=blocked)
+        val, incumbent = self._validate(state, step, candidate, nxt)
+        decision = judge(self.gate, val, incumbent)
+        score = mean_of(val.results)
+        gate = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer)
+        self.run.write_gate(step, gate.to_json())
+        version = None
+        if decision.accepted:
+            version = self._accept(state, step, candidate.text, score)
+        else:
+            state.reject(applied)
+        return replace(
+            started,
+            action="accepted" if decision.accepted else "rejected",
+            val_score=score,
+            best_score=state.best_score,
+            version=version,
+            cached=val.calls == 0,
+        )
+
+    def _validate(
+        self, state: TrainState, step: int, candidate: SkillDoc | PackageDoc, nxt: Plan
+    ) -> tuple[Validation, dict[str, list[float]]]:
+        """The candidate's validation (racing in waves when configured) and the incumbent's results."""
         incumbent = self.incumbent_results(state)
         known = state.val_results.get(candidate.content_hash, {})
         racing = self.cfg.optimizer.validation == "racing"
@@ -181,35 +214,14 @@ class Trainer:
             before_wave=before_wave,
         )
         state.val_results[candidate.content_hash] = val.results
-        decision = judge(self.gate, val, incumbent)
-        score = mean_of(val.results)
-        self.run.write_json(gate_path, gate_record(decision, val, state.current_score, self.cfg))
-        version = self._record_decision(state, step, candidate.text, score, decision.accepted, applied)
-        action = "accepted" if decision.accepted else "rejected"
-        return {
-            **base,
-            "action": action,
-            "val_score": score,
-            "best_score": state.best_score,
-            "version": version,
-            "cached": val.calls == 0,
-        }
+        return val, incumbent
 
-    def _record_decision(
-        self, state: TrainState, step: int, text: str, score: float, accepted: bool, applied: list[Edit]
-    ) -> str | None:
-        """Update the state for the gate's decision; an accepted candidate becomes a version."""
-        if not accepted:
-            state.rejected += 1
-            state.rejected_edits.extend(applied)
-            return None
-        state.version += 1
+    def _accept(self, state: TrainState, step: int, text: str, score: float) -> str:
+        """The accepted candidate becomes the next version on disk (and the best skill if it is)."""
+        best = state.accept(text, score, step)
         self.run.write_skill(state.version, text)
-        state.current_text, state.current_score = text, score
-        state.accepted += 1
-        if score > state.best_score:
-            state.best_score, state.best_version, state.best_step = score, state.version, step
-            self.run.write_skill_at("best_skill", text)
+        if best:
+            self.run.write_best_skill(text)
         return version_name(state.version)
 
     # -- validation -----------------------------------------------------------------------------
@@ -217,10 +229,11 @@ class Trainer:
         self, step: int, skill: str, stage: str, units: list[ValUnit], split: str = "val"
     ) -> list[Rollout]:
         """Val rollouts under `rollouts/<split>`; repeat r > 0 of a task under `<split>-r{r+1}`."""
-        base = self.run.step_dir(step) / "rollouts"
-        folders = [base / (split if u.repeat == 0 else f"{split}-r{u.repeat + 1}") for u in units]
+        folders = [
+            self.run.rollouts_dir(step, split if u.repeat == 0 else f"{split}-r{u.repeat + 1}") for u in units
+        ]
         repeats = [u.repeat for u in units]
-        return self.stages.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
+        return self.runner.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
 
     def full_validation(
         self, step: int, skill: str, stage: str, known: dict[str, list[float]], split: str = "val"
@@ -248,36 +261,16 @@ class Trainer:
             state.val_results[key] = results
         return results
 
-    # -- splits ---------------------------------------------------------------------------------
-    def benchmark_split(self, split: str) -> list[Task]:
-        if split not in self._splits:
-            self._splits[split] = self.benchmark.load(split)  # type: ignore[arg-type]
-        return self._splits[split]
-
-    def batches(self, epoch: int) -> list[list[Task]]:
-        """The epoch's shuffled train batches; seeded per epoch so a resumed run sees the same."""
-        tasks = list(self.benchmark_split("train"))
-        random.Random(f"{self.cfg.train.seed}:{epoch}").shuffle(tasks)
-        size = self.cfg.train.batch_size
-        return [tasks[i : i + size] for i in range(0, len(tasks), size)]
-
-    def steps_per_epoch(self) -> int:
-        return math.ceil(len(self.benchmark_split("train")) / self.cfg.train.batch_size)
-
-    def plan(self) -> Plan:
-        epochs = range(1, self.cfg.train.epochs + 1)
-        steps = [(epoch, batch) for epoch in epochs for batch in self.batches(epoch)]
-        return [(number, epoch, batch) for number, (epoch, batch) in enumerate(steps, start=1)]
-
     # -- the run --------------------------------------------------------------------------------
     def train(self, state: TrainState | None = None) -> dict[str, Any]:
         """Baseline, epochs of steps, final test; returns the summary (also written to disk)."""
-        total_steps = self.cfg.train.epochs * self.steps_per_epoch()
+        per_epoch = steps_per_epoch(self.benchmark_split("train"), self.cfg.train)
+        total_steps = self.cfg.train.epochs * per_epoch
         self.events.emit(
             "run_start",
             out=str(self.run.root),
             epochs=self.cfg.train.epochs,
-            steps_per_epoch=self.steps_per_epoch(),
+            steps_per_epoch=per_epoch,
             total_steps=total_steps,
             optimizer_backend=self.cfg.model.optimizer_backend,
             target_backend=self.cfg.model.target_backend,
@@ -316,7 +309,7 @@ class Trainer:
         return summary
 
     def _steps(self, state: TrainState | None, total_steps: int) -> tuple[TrainState, str, str | None]:
-        plan = self.plan()
+        plan = make_plan(self.benchmark_split("train"), self.cfg.train)
         pending = [i for i, (step, _, _) in enumerate(plan) if state is None or step > state.step]
         if state is None:
             if pending:  # step 1's rollouts need only the initial skill: they run beside the baseline
@@ -328,7 +321,7 @@ class Trainer:
             if why is not None:
                 self.events.emit("message", text=f"stopping before step {step}: {why[1]}")
                 return state, why[0], why[1]
-            self.stages.epoch = epoch
+            self.runner.epoch = epoch
             if state.rejected_epoch != epoch:
                 state.rejected_edits, state.rejected_epoch = [], epoch
             self.step(state, plan, index, total_steps)
@@ -338,7 +331,7 @@ class Trainer:
     def baseline(self) -> TrainState:
         text = self.initial_skill
         self.run.write_skill(0, text)
-        self.run.write_skill_at("best_skill", text)
+        self.run.write_best_skill(text)
         val = self.full_validation(0, text, "baseline", {})
         score = mean_of(val.results)
         state = TrainState(current_text=text, current_score=score, baseline_score=score, best_score=score)
@@ -352,17 +345,17 @@ class Trainer:
     def checkpoint(self, state: TrainState) -> None:
         """The resume point: written only after a unit of work is complete on disk."""
         state.rounds = self.rounds()
-        self.run.write_json("state.json", {**state.to_json(), "ledger": self.ledger.to_json()})
+        self.run.write_state({**state.to_json(), "ledger": self.ledger.to_json()})
 
     def final_test(self, state: TrainState) -> dict[str, Any]:
         tasks = self.benchmark_split("test")
         results: dict[str, Any] = {}
         versions = sorted({0, state.best_version})
         for version in versions:
-            text = read_skill_at(self.run.path("skills", version_name(version)))
-            prefix = Path("test") / version_name(version)
+            text = self.run.read_skill(version)
+            prefix = self.run.test_dir(version)
             results[version_name(version)] = mean_score(
-                self.stages.rollouts(tasks, text, prefix, "test", state.step)
+                self.runner.rollouts(tasks, text, prefix, "test", state.step)
             )
         return {
             "baseline": results["v0000"],
@@ -395,7 +388,7 @@ class Trainer:
         }
         if error:
             summary["error"] = error
-        self.run.write_json("summary.json", summary)
+        self.run.write_summary(summary)
         return summary
 
 

@@ -122,9 +122,3 @@ def read_skill_at(stem: Path) -> str:
     if stem.is_dir():
         return load_package(stem).encode()
     return stem.with_name(f"{stem.name}.md").read_text(encoding="utf-8")
-
-
-def best_skill_path(out: Path) -> Path:
-    """Where a run folder keeps its best skill: best_skill/ for a package, else best_skill.md."""
-    folder = out / "best_skill"
-    return folder if folder.is_dir() else out / "best_skill.md"

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import UserError
+from skillgrad.loop.records import StepRecord
 from skillgrad.package.folder import load_package
+from skillgrad.runs import RunFiles
 from skillgrad.values import TraceStep
 
 SPLIT_ORDER = {"val": 0, "test": 1, "train": 2}
@@ -146,7 +148,7 @@ def _read_history(path: Path) -> list[dict[str, Any]]:
 
 
 def _read_trace(folder: Path) -> list[TraceStep]:
-    raw = _read_json(folder / "trace.json", [])
+    raw = _read_json(folder / RunFiles.TRACE, [])
     steps = []
     for item in raw if isinstance(raw, list) else []:
         if isinstance(item, dict) and "kind" in item:
@@ -159,9 +161,9 @@ def _as_float(value: Any) -> float | None:
 
 
 def read_task(folder: Path) -> TaskRollout:
-    score = _read_json(folder / "score.json", {}) or {}
-    task = _read_json(folder / "task.json", {}) or {}
-    answer = _read_text(folder / "answer.txt")
+    score = _read_json(folder / RunFiles.SCORE, {}) or {}
+    task = _read_json(folder / RunFiles.TASK, {}) or {}
+    answer = _read_text(folder / RunFiles.ANSWER)
     expected = score.get("expected") or task.get("answers") or []
     return TaskRollout(
         task_id=str(task.get("id") or folder.name),
@@ -175,13 +177,13 @@ def read_task(folder: Path) -> TaskRollout:
         is_error=bool(score.get("is_error", False)),
         error=score.get("error"),
         trace=_read_trace(folder),
-        trace_text=_read_text(folder / "claude_trace_steps.txt"),
+        trace_text=_read_text(folder / RunFiles.CLAUDE_TRACE),
     )
 
 
 def task_index_path(folder: Path) -> Path:
     """Where the trainer lists the task folders of the rollout set in `folder`."""
-    return folder.with_name(f"{folder.name}.tasks.json")
+    return folder.with_name(f"{folder.name}{RunFiles.TASK_INDEX}")
 
 
 def _task_folders(folder: Path) -> list[Path]:
@@ -208,15 +210,16 @@ def _read_set(
 
 
 def _version_at_step(history: list[dict[str, Any]], step: int) -> str | None:
-    for row in history:
-        if row.get("step") == step:
-            return row.get("version")
+    for record in map(StepRecord.from_json, history):
+        if record.step == step:
+            return record.version
     return None
 
 
 def _version_before_step(history: list[dict[str, Any]], step: int) -> str:
     """The skill a step's train rollouts used: the last version accepted before that step."""
-    versions = [r["version"] for r in history if r.get("version") and int(r.get("step", 0)) < step]
+    records = map(StepRecord.from_json, history)
+    versions = [r.version for r in records if r.version and r.step < step]
     return versions[-1] if versions else "v0000"
 
 
@@ -226,12 +229,14 @@ def _rollout_sets(path: Path, history: list[dict[str, Any]]) -> list[RolloutSet]
     if test_root.is_dir():
         for vdir in sorted(d for d in test_root.iterdir() if d.is_dir()):
             sets.append(_read_set(vdir, f"test-{vdir.name}", f"test · {vdir.name}", "test", None, vdir.name))
-    steps_root = path / "steps"
+    steps_root = path / RunFiles.STEPS
     for sdir in sorted(d for d in steps_root.iterdir() if d.is_dir()) if steps_root.is_dir() else []:
         if not sdir.name.isdigit():
             continue
         step = int(sdir.name)
-        for split_dir in sorted((sdir / "rollouts").glob("*"), key=lambda d: SPLIT_ORDER.get(d.name, 9)):
+        for split_dir in sorted(
+            (sdir / RunFiles.ROLLOUTS).glob("*"), key=lambda d: SPLIT_ORDER.get(d.name, 9)
+        ):
             if not split_dir.is_dir():
                 continue
             if step == 0:
@@ -245,7 +250,7 @@ def _rollout_sets(path: Path, history: list[dict[str, Any]]) -> list[RolloutSet]
             sets.append(
                 _read_set(split_dir, f"step{step}-{split_dir.name}", title, split_dir.name, step, version)
             )
-    rollouts = path / "rollouts"  # an eval folder
+    rollouts = path / RunFiles.ROLLOUTS  # an eval folder
     for split_dir in sorted(rollouts.glob("*")) if rollouts.is_dir() else []:
         if split_dir.is_dir():
             sets.append(
@@ -263,7 +268,7 @@ def _rollout_sets(path: Path, history: list[dict[str, Any]]) -> list[RolloutSet]
 
 def _skills(path: Path) -> dict[str, str]:
     """version -> skill text: skills/vNNNN.md, or a package's folder skills/vNNNN/ as its text."""
-    folder = path / "skills"
+    folder = path / RunFiles.SKILLS
     files = sorted(folder.glob("v*.md")) if folder.is_dir() else []
     skills = {f.stem: f.read_text(encoding="utf-8", errors="replace") for f in files}
     for version in sorted(folder.glob("v[0-9][0-9][0-9][0-9]")) if folder.is_dir() else []:
@@ -288,23 +293,24 @@ def load_run(path: Path) -> Run:
     path = Path(path)
     if not path.is_dir():
         raise UserError(f"{path}: no such run folder; pass the --out folder of `skillgrad train` or `eval`")
-    markers = ("history.jsonl", "summary.json", "eval.json")
+    markers = (RunFiles.HISTORY, RunFiles.SUMMARY, RunFiles.EVAL)
     if not any((path / m).is_file() for m in markers):
         raise UserError(
             f"{path}: not a skillgrad run folder (none of {', '.join(markers)}); "
             "pass the --out folder of `skillgrad train` or `skillgrad eval`"
         )
-    history = _read_history(path / "history.jsonl")
-    summary = _read_json(path / "summary.json", {}) or {}
+    history = _read_history(path / RunFiles.HISTORY)
+    best = path / RunFiles.BEST_SKILL
+    summary = _read_json(path / RunFiles.SUMMARY, {}) or {}
     if not isinstance(summary, dict):
-        raise UserError(f"{path / 'summary.json'}: expected a JSON object; is the run folder damaged?")
+        raise UserError(f"{path / RunFiles.SUMMARY}: expected a JSON object; is the run folder damaged?")
     return Run(
         path=path,
-        config=_read_json(path / "config.json", {}) or {},
+        config=_read_json(path / RunFiles.CONFIG, {}) or {},
         summary=summary,
         history=history,
         skills=_skills(path),
-        best_skill=_package_text(path / "best_skill") or _read_text(path / "best_skill.md"),
+        best_skill=_package_text(best) or _read_text(best.with_suffix(".md")),
         rollout_sets=_rollout_sets(path, history),
-        eval=_read_json(path / "eval.json"),
+        eval=_read_json(path / RunFiles.EVAL),
     )

@@ -39,9 +39,11 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
+
+from tests.fakes.local_http import JsonHandler, LocalServer, script
 
 FAST_RETRY_HEADERS: dict[str, str] = {"retry-after-ms": "1"}
 _ids = itertools.count(1)
@@ -172,19 +174,12 @@ def sequence(*responses: Response | Handler, repeat_last: bool = True) -> Handle
 
     After the last one, it repeats the last (default) or answers HTTP 500 "script exhausted".
     """
-    lock = threading.Lock()
-    index = 0
+    take = script(responses, repeat_last=repeat_last)
 
     def handler(request: Request) -> Response:
-        nonlocal index
-        with lock:
-            i = index
-            index += 1
-        if i >= len(responses):
-            if not repeat_last or not responses:
-                return Status(500, f"fake script exhausted after {len(responses)} responses")
-            i = len(responses) - 1
-        item = responses[i]
+        item = take()
+        if item is None:
+            return Status(500, f"fake script exhausted after {len(responses)} responses")
         return item if isinstance(item, Text | Status | Raw) else item(request)
 
     return handler
@@ -254,28 +249,18 @@ class ScriptedOpenAI:
         self._lock = threading.Lock()
         self._requests: list[Request] = []
         self._errors: list[str] = []
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LocalServer | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> ScriptedOpenAI:
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_request_handler(self))
-        httpd.daemon_threads = True
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
-        )
-        self._thread.start()
+        self._server = LocalServer(_make_request_handler(self), "fake-openai")
         return self
 
     def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._httpd = self._thread = None
+        if self._server is not None:
+            self._server.stop()
+        self._server = None
 
     def __enter__(self) -> ScriptedOpenAI:
         return self.start()
@@ -295,9 +280,9 @@ class ScriptedOpenAI:
 
     @property
     def port(self) -> int:
-        if self._httpd is None:
+        if self._server is None:
             raise RuntimeError("the fake OpenAI server is not running")
-        return int(self._httpd.server_address[1])
+        return self._server.port
 
     @property
     def base_url(self) -> str:
@@ -340,20 +325,9 @@ class ScriptedOpenAI:
 
 
 def _make_request_handler(server: ScriptedOpenAI) -> type[BaseHTTPRequestHandler]:
-    class _Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-            pass
-
+    class _Handler(JsonHandler):
         def _send(self, code: int, content_type: str, body: bytes, headers: Mapping[str, str]) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            for key, value in {**FAST_RETRY_HEADERS, **headers}.items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(body)
+            self.send_body(code, content_type, body, {**FAST_RETRY_HEADERS, **headers})
 
         def _not_found(self) -> None:
             body = json.dumps(error_body(Status(404, f"no route {self.command} {self.path} (fake)")))
@@ -368,16 +342,11 @@ def _make_request_handler(server: ScriptedOpenAI) -> type[BaseHTTPRequestHandler
                 self._not_found()
 
         def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length)
-            if self.path.split("?", 1)[0].rstrip("/") != "/v1/chat/completions":
+            body = self.read_json_object()
+            if self.route() != "/v1/chat/completions":
                 self._not_found()
                 return
-            try:
-                body = json.loads(raw or b"{}")
-            except json.JSONDecodeError:
-                body = None
-            if not isinstance(body, dict):
+            if body is None:
                 reply = bad_request("the request body is not a JSON object (fake)")
                 self._send(*encode(Request({}), reply), reply.headers)
                 return

@@ -31,9 +31,11 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
+
+from tests.fakes.local_http import JsonHandler, LocalServer, script
 
 _ids = itertools.count(1)
 
@@ -190,17 +192,13 @@ def web_search(query: str) -> dict[str, Any]:
 
 def sequence(*responses: Response, repeat_last: bool = True) -> Handler:
     """Answer with `responses` in order (thread-safe), then repeat the last (or HTTP 500)."""
-    lock = threading.Lock()
-    counter = itertools.count()
+    take = script(responses, repeat_last=repeat_last)
 
     def handler(request: ResponsesRequest) -> Response:
-        with lock:
-            i = next(counter)
-        if i >= len(responses):
-            if not repeat_last:
-                return Status(500, f"fake script exhausted after {len(responses)} responses")
-            i = len(responses) - 1
-        return responses[i]
+        item = take()
+        return (
+            Status(500, f"fake script exhausted after {len(responses)} responses") if item is None else item
+        )
 
     return handler
 
@@ -234,35 +232,25 @@ class ScriptedResponses:
         self._requests: list[ResponsesRequest] = []
         self._errors: list[str] = []
         self._stop = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LocalServer | None = None
 
     def __enter__(self) -> ScriptedResponses:
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _request_handler(self))
-        httpd.daemon_threads = True
-        self._httpd = httpd
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-responses", daemon=True
-        )
-        self._thread.start()
+        self._server = LocalServer(_request_handler(self), "fake-responses")
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._stop.set()  # releases any Hang
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._server is not None:
+            self._server.stop()
         if self._errors and exc is None:
             raise HandlerError("the fake Responses handler raised:\n" + "\n".join(self._errors))
 
     @property
     def base_url(self) -> str:
-        assert self._httpd is not None, "the fake Responses server is not running"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        assert self._server is not None, "the fake Responses server is not running"
+        return f"http://127.0.0.1:{self._server.port}/v1"
 
     @property
     def requests(self) -> list[ResponsesRequest]:
@@ -289,38 +277,20 @@ class ScriptedResponses:
 
 
 def _request_handler(server: ScriptedResponses) -> type[BaseHTTPRequestHandler]:
-    class _Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-            pass
-
-        def _send(self, code: int, content_type: str, body: bytes, headers: Mapping[str, str]) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            for key, value in headers.items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(body)
-
+    class _Handler(JsonHandler):
         def _error(self, status: Status) -> None:
             body = {"error": {"message": status.message, "type": "fake_error", "param": None, "code": None}}
-            self._send(status.code, "application/json", json.dumps(body).encode(), status.headers)
+            self.send_body(status.code, "application/json", json.dumps(body).encode(), status.headers)
 
         def do_GET(self) -> None:  # noqa: N802 - stdlib naming
             self._error(Status(404, f"no route GET {self.path} (fake)"))
 
         def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if self.path.split("?", 1)[0].rstrip("/") != "/v1/responses":
+            body = self.read_json_object()
+            if self.route() != "/v1/responses":
                 self._error(Status(404, f"no route POST {self.path} (fake)"))
                 return
-            try:
-                body = json.loads(raw or b"{}")
-            except json.JSONDecodeError:
-                body = None
-            if not isinstance(body, dict):
+            if body is None:
                 self._error(Status(400, "the request body is not a JSON object (fake)"))
                 return
             response = server._respond(ResponsesRequest(body, dict(self.headers.items())))
@@ -332,6 +302,6 @@ def _request_handler(server: ScriptedResponses) -> type[BaseHTTPRequestHandler]:
             else:
                 if response.delay_s:
                     time.sleep(response.delay_s)
-                self._send(200, "text/event-stream", sse_body(response), {})
+                self.send_body(200, "text/event-stream", sse_body(response), {})
 
     return _Handler

@@ -1,0 +1,166 @@
+"""The typed records a training step leaves, shared by the writer (the trainer) and the readers
+(report, progress, tracking): `GateRecord` (steps/NNNN/gate.json), `StepRecord` (one line of
+history.jsonl) and `StepEnd` (the `step_end` progress event).
+
+`to_json` writes the keys in the order the run folder has always had; `from_json` reads what a
+writer of any version left, tolerating missing or mistyped fields (a reader never trusts a file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from skillgrad.config import OptimizerConfig
+from skillgrad.loop.gate import GateDecision, mean_of
+from skillgrad.loop.validate import Validation
+
+ACTIONS = ("accepted", "rejected", "skipped")
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class GateRecord:
+    """What gate.json says: the decision, the test with its effect and p-value, and what the
+    validation cost (None / 0 where no candidate was validated)."""
+
+    accepted: bool
+    reason: str
+    gate: str
+    candidate_score: float | None
+    current_score: float
+    cached: bool
+    test: str | None
+    effect: float | None
+    p_value: float | None
+    alpha: float | None
+    validation: str
+    repeats: int
+    items_validated: int
+    raced_out: bool
+    waves: int
+    calls: int
+    skip_reason: str | None = None  # why a candidate with edits was not validated (a failed check)
+
+    @classmethod
+    def of(
+        cls, decision: GateDecision | None, val: Validation | None, current: float, opt: OptimizerConfig
+    ) -> GateRecord:
+        judged = decision.to_json() if decision is not None else {}
+        return cls(
+            accepted=bool(decision and decision.accepted),
+            reason=decision.reason if decision else "no edit applied",
+            gate=opt.gate,
+            candidate_score=mean_of(val.results) if val else None,
+            current_score=current,
+            cached=bool(val and val.calls == 0),
+            test=judged.get("test"),
+            effect=judged.get("effect"),
+            p_value=judged.get("p_value"),
+            alpha=judged.get("alpha"),
+            validation=opt.validation,
+            repeats=opt.val_repeats,
+            items_validated=len(val.results) if val else 0,
+            raced_out=bool(val and val.raced_out),
+            waves=val.waves if val else 0,
+            calls=val.calls if val else 0,
+        )
+
+    @classmethod
+    def skipped(cls, current: float, opt: OptimizerConfig, blocked: str | None) -> GateRecord:
+        """No candidate validated: no edit applied, or a check refused it (`blocked`)."""
+        record = cls.of(None, None, current, opt)
+        return record if blocked is None else replace(record, reason=blocked, skip_reason=blocked)
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.skip_reason is None:
+            del data["skip_reason"]
+        return data
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One line of history.jsonl: what a step did and what it cost."""
+
+    step: int
+    epoch: int | None
+    learning_rate: int | None
+    train_score: float | None
+    dropped: dict[str, int]
+    current_score: float | None  # the incumbent's score when the step started
+    edits: list[dict[str, Any]]
+    version: str | None  # the skill version an accepted step made
+    cached: bool
+    action: str
+    val_score: float | None
+    best_score: float | None
+    skip_reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.skip_reason is None:
+            del data["skip_reason"]
+        return data
+
+    @classmethod
+    def from_json(cls, row: dict[str, Any]) -> StepRecord:
+        step = row.get("step")
+        epoch, lr = row.get("epoch"), row.get("learning_rate")
+        version, reason = row.get("version"), row.get("skip_reason")
+        dropped, edits, usage = row.get("dropped"), row.get("edits"), row.get("usage")
+        return cls(
+            step=step if isinstance(step, int) and not isinstance(step, bool) else 0,
+            epoch=epoch if isinstance(epoch, int) else None,
+            learning_rate=lr if isinstance(lr, int) else None,
+            train_score=_num(row.get("train_score")),
+            dropped=dropped if isinstance(dropped, dict) else {},
+            current_score=_num(row.get("current_score")),
+            edits=[e for e in edits if isinstance(e, dict)] if isinstance(edits, list) else [],
+            version=version if isinstance(version, str) else None,
+            cached=row.get("cached") is True,
+            action=str(row.get("action", "")),
+            val_score=_num(row.get("val_score")),
+            best_score=_num(row.get("best_score")),
+            skip_reason=reason if isinstance(reason, str) else None,
+            usage=usage if isinstance(usage, dict) else {},
+        )
+
+
+@dataclass(frozen=True)
+class StepEnd:
+    """The `step_end` event: the step's decision, the run's usage so far and the step's own
+    (each by role)."""
+
+    step: int
+    epoch: int | None
+    action: str
+    val_score: float | None
+    best_score: float | None
+    current_score: float | None  # the incumbent's score before the step
+    edits_applied: int
+    usage: dict[str, Any]
+    step_usage: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StepEnd:
+        step, epoch, applied = data.get("step"), data.get("epoch"), data.get("edits_applied")
+        usage, step_usage = data.get("usage"), data.get("step_usage")
+        return cls(
+            step=step if isinstance(step, int) and not isinstance(step, bool) else 0,
+            epoch=epoch if isinstance(epoch, int) else None,
+            action=str(data.get("action", "?")),
+            val_score=_num(data.get("val_score")),
+            best_score=_num(data.get("best_score")),
+            current_score=_num(data.get("current_score")),
+            edits_applied=applied if isinstance(applied, int) else 0,
+            usage=usage if isinstance(usage, dict) else {},
+            step_usage=step_usage if isinstance(step_usage, dict) else {},
+        )

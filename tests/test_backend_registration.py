@@ -17,7 +17,6 @@ from skillgrad.backends.registry import Backends, load_backend
 from skillgrad.cli import main
 from skillgrad.config import ModelConfig, load_config
 from skillgrad.errors import UserError
-from skillgrad.estimate import estimate
 from skillgrad.values import Task
 
 NOTES = BackendSpec(

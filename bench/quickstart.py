@@ -30,8 +30,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 NO_CACHE = "cache.enabled=false"  # every call really runs: honest timings
-_STAGE = re.compile(r"^\S+ \S+\s+([\d.]+)s (stage_start|stage_end)\s+step (\d+) ([\w-]+):")
-TARGET_STAGES = {"baseline", "rollout", "val", "test"}
+_STAGE = re.compile(r"^\S+ \S+\s+([\d.]+)s (stage_start|stage_end)\s+step (\d+)(?: \(epoch \d+\))? ([\w-]+):")
+TARGET_STAGES = {"baseline", "rollout", "validate", "test"}
 
 
 def timed(cmd: list[str], **kw: Any) -> tuple[float, subprocess.CompletedProcess[str]]:

@@ -256,3 +256,14 @@ def test_the_model_download_says_what_it_fetches_and_shows_progress(
         assert call["stdout"] is sys.stderr and "-q" not in call["cmd"] and "on" in call["cmd"]
     else:
         assert call.get("capture_output") and "-q" in call["cmd"]
+
+
+def test_closing_note_says_why_the_score_moved_or_not() -> None:
+    from skillgrad.commands import closing_note
+
+    demo = load_config(None, ["model.backend=local"])
+    assert closing_note(demo, {"accepted": 0}).startswith("no candidate raised the val score")
+    assert "packaged 135M demo model" in closing_note(demo, {"accepted": 0})
+    real = load_config(None, ["model.backend=openai_chat", "model.target_model=gpt-x"])
+    note = closing_note(real, {"accepted": 2})
+    assert note.startswith("2 step(s) changed the skill") and "135M" not in note

@@ -1,7 +1,7 @@
 """`housefacts`: questions about a project's house facts that only the skill can tell the agent.
 
 A team's skill carries project knowledge: where support mail goes, which host is staging, which
-branch ships. Each task asks for one such fact in a different wording (who asks, how they ask);
+branch ships. Each task asks for one such fact in one of 30 wordings (a question and a lead-in);
 the fact is stated nowhere in the task, so an agent knows it only if its skill says it:
 
     support   the support address            help@quokka.dev
@@ -94,10 +94,6 @@ _LEAD_INS = ("", "Quick question: ", "For the onboarding notes: ", "A new collea
 class Item:
     fact: Fact
     question: str
-
-    @property
-    def key(self) -> str:
-        return f"housefacts|{self.fact}|{self.question}"
 
 
 def pool(fact: Fact, split: Split) -> list[Item]:

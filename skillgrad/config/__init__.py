@@ -6,9 +6,6 @@ model.backend > built-in default. After `load_config`, `model.optimizer_backend`
 """
 
 from skillgrad.config.loading import (
-    CLI_PATH_KEYS,
-    apply_override,
-    cli_path_override,
     config_from_data,
     load_config,
     resolve_roles,
@@ -33,7 +30,6 @@ __all__ = [
     "BackendName",
     "BenchmarkConfig",
     "BudgetConfig",
-    "CLI_PATH_KEYS",
     "CacheConfig",
     "Config",
     "ModelConfig",
@@ -44,8 +40,6 @@ __all__ = [
     "TraceConfig",
     "TrackingConfig",
     "TrainConfig",
-    "apply_override",
-    "cli_path_override",
     "config_from_data",
     "load_config",
     "resolve_roles",

@@ -62,6 +62,22 @@ def final_line(summary: dict[str, Any], out: Path) -> str:
     )
 
 
+def closing_note(cfg: Config, summary: dict[str, Any]) -> str:
+    """What the run demonstrated and why the score moved or did not, in one line."""
+    accepted = summary.get("accepted", 0)
+    if accepted:
+        note = f"{accepted} step(s) changed the skill: each candidate kept raised the val score"
+    else:
+        note = "no candidate raised the val score, so the best skill is the one the run started from"
+    demo = cfg.model.target_backend == "local" and not (cfg.model.local_model or cfg.model.target_model)
+    if demo:
+        note += (
+            "; the target is the packaged 135M demo model, which follows a skill only where it can copy "
+            "from it (facts, rarely format rules): train real skills with a real model (README)"
+        )
+    return note
+
+
 def fresh_out(out: Path) -> Path:
     """`out`, or when it already holds a run, the first free `out-2`, `out-3`, ... (said on screen)."""
     if not (out.exists() and any(out.iterdir())):
@@ -146,6 +162,7 @@ def _train(
             return 1
         finally:
             session.events.close()
+    print(closing_note(cfg, summary))
     print(final_line(summary, out))
     print(f"what changed, step by step and task by task: skillgrad report {out}")
     return 0

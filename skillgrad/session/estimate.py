@@ -1,15 +1,14 @@
 """`skillgrad train --estimate`: the calls and tokens a run is projected to make, spending nothing.
 
 Measured, not assumed: the tasks (loaded from the benchmark, as the target's prompt renders them),
-the initial skill, the target's prompt templates, and the analyst's prompt (rendered from its
-templates around a real minibatch of train tasks). What the projection must still assume is
-printed with it (`assumptions`): characters per token, a target answer's length, a grader's
-feedback, how much of each step's validation runs, and how
-much the skill grows, how many candidates are accepted. Calls are counted as the trainer makes
+the initial skill, the target's prompt templates, the analyst's prompt (rendered from its
+templates around a real minibatch of train tasks) and the target backend's turns per task (its
+spec). What the projection must still assume is printed with it (`assumptions`): characters per
+token, a target answer's length, a grader's feedback, how much of a validation racing runs, how
+many candidates are accepted and how much the skill grows. Calls are counted as the trainer makes
 them: the baseline on val; per step the batch's rollouts (and, with train.overlap, the next
-batch's redone after a rejection), one analyst call per minibatch and proposal, and a validation
-of the candidate (racing may stop it after a wave); the final test of the initial skill and of the
-best one.
+batch's again after a rejection), one analyst call per minibatch and proposal, and a validation
+of the candidate; the final test of the initial skill and of the best one.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ class Assumptions:
 
     chars_per_token: float = 4.0  # English text and code with common BPE tokenizers
     message_overhead_tokens: int = 8  # chat framing of one message (role markers)
-    answer_tokens: int = 100  # a target's answer, at most the target's max_output_tokens
+    answer_tokens: int = 50  # a target's answer (a sentence or two), at most its max_output_tokens
     feedback_chars: int = 200  # a grader's feedback on one task
     edit_chars: int = 250  # one edit in an analyst's JSON reply (content, target, rationale)
     rule_chars: int = 70  # the skill line one applied edit adds

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.atomic import RunLock
+from skillgrad.backend_specs import spec_for
 from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
 from skillgrad.budget import PaidJournal
 from skillgrad.config import Config
@@ -69,7 +70,9 @@ def closing_note(cfg: Config, summary: dict[str, Any]) -> str:
         note = f"{accepted} step(s) changed the skill: each candidate kept raised the val score"
     else:
         note = "no candidate raised the val score, so the best skill is the one the run started from"
-    demo = cfg.model.target_backend == "local" and not (cfg.model.local_model or cfg.model.target_model)
+    demo = spec_for(cfg.model.backend_for("target")).packaged_demo_model and not (
+        cfg.model.local_model or cfg.model.target_model
+    )
     if demo:
         note += (
             "; the target is the packaged 135M demo model, which follows a skill only where it can copy "

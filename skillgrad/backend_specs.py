@@ -38,6 +38,8 @@ class BackendSpec:
     # a `model.*` switch that must be on, besides model.trace_to_optimizer, for the analyst to read
     # this harness's traces (Claude Code's older key)
     trace_switch: str | None = None
+    # with no model configured, the backend runs the small model packaged with skillgrad (a demo)
+    packaged_demo_model: bool = False
 
     def cache_settings(self, cfg: Any) -> dict[str, Any]:
         """The values of `cache_keys` in config `cfg`, as the call-cache key of a rollout holds them."""
@@ -103,7 +105,9 @@ BACKENDS: dict[str, BackendSpec] = {
                 ("skill_name", "skill.name"),
             ),
         ),
-        BackendSpec("local", "skillgrad.backends.local", BOTH_ROLES, False, "local"),
+        BackendSpec(
+            "local", "skillgrad.backends.local", BOTH_ROLES, False, "local", packaged_demo_model=True
+        ),
     )
 }
 DEFAULT_BACKEND = "local"

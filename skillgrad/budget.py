@@ -197,6 +197,15 @@ class Ledger:
             return None
         return max(self.budget.max_calls - self.total().calls, 0)
 
+    def paid_calls(self) -> dict[str, Any]:
+        """Paid calls: total, by role, and by role and stage (`role/stage`)."""
+        with self._lock:
+            return {
+                "total": self._total.calls,
+                "by_role": {k: v.calls for k, v in sorted(self._roles.items())},
+                "by_stage": {k: v.calls for k, v in sorted(self._role_stages.items())},
+            }
+
     # -- persistence (resume) -------------------------------------------------------------------
 
     def recover(self, mark: int) -> None:

@@ -171,7 +171,7 @@ def _load(args: argparse.Namespace) -> Config:
 
 def cmd_config(args: argparse.Namespace) -> int:
     from skillgrad.benchmarks.registry import check_benchmark_name
-    from skillgrad.wiring import redactor_for
+    from skillgrad.session.build import redactor_for
 
     cfg = _load(args)
     check_benchmark_name(cfg.benchmark.name)  # as `train` would refuse it
@@ -180,8 +180,8 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from skillgrad.commands import print_estimate, train
-    from skillgrad.resume import stored_config
+    from skillgrad.session.commands import print_estimate, train
+    from skillgrad.session.resume import stored_config
 
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise UserError(f"--out {args.out} and --resume {args.resume} differ; pass only --resume OUT")
@@ -202,7 +202,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from skillgrad.commands import evaluate
+    from skillgrad.session.commands import evaluate
 
     out = Path(args.out) if args.out else None
     return evaluate(_load(args), Path(args.skill), args.split, out, use_cache=not args.no_cache)

@@ -18,7 +18,7 @@ from skillgrad.config import load_config
 from skillgrad.errors import UserError
 from skillgrad.report.context import compare_context, facts, pair_tasks
 from skillgrad.report.data import RolloutSet, TaskRollout, load_run
-from skillgrad.resume import earlier_sessions
+from skillgrad.session.resume import earlier_sessions
 from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, text
 from tests.test_resume import World, artifacts, config, train
 from tests.test_train_e2e import is_optimizer, skillgrad, target_answer
@@ -259,7 +259,7 @@ def test_the_model_download_says_what_it_fetches_and_shows_progress(
 
 
 def test_closing_note_says_why_the_score_moved_or_not() -> None:
-    from skillgrad.commands import closing_note
+    from skillgrad.session.commands import closing_note
 
     demo = load_config(None, ["model.backend=local"])
     assert closing_note(demo, {"accepted": 0}).startswith("no candidate raised the val score")

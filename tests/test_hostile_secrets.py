@@ -138,7 +138,7 @@ def test_encodings_and_pieces_of_a_key_are_redacted() -> None:
 
 def test_url_credentials_are_redacted_in_config_json_and_mlflow(tmp_path: Path) -> None:
     from skillgrad.config import Config
-    from skillgrad.tracking import flatten
+    from skillgrad.observe.tracking import flatten
 
     url = f"http://bob:{URL_PASSWORD}@127.0.0.1:9/v1"
     cfg = Config.model_validate({"model": {"base_url": url}})

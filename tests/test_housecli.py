@@ -13,8 +13,8 @@ from skillgrad.benchmarks.housecli import HouseCliBenchmark
 from skillgrad.config import load_config
 from skillgrad.errors import UserError
 from skillgrad.package.folder import load_package
+from skillgrad.session.build import initial_skill
 from skillgrad.values import AgentResult
-from skillgrad.wiring import initial_skill
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,7 @@ def imported_after(code: str) -> set[str]:
 
 def test_backend_modules_do_not_import_their_sdk_until_used() -> None:
     heavy = {"openai", "anthropic", "jsonschema", "xllamacpp"}
-    code = "import skillgrad.cli, skillgrad.commands"
+    code = "import skillgrad.cli, skillgrad.session.commands"
     code += "\nimport skillgrad.backends.openai_compat, skillgrad.backends.anthropic_api"
     code += "\nimport skillgrad.backends.local"
     assert heavy.isdisjoint(imported_after(code))

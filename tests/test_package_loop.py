@@ -8,7 +8,7 @@ import jsonschema
 from skillgrad.loop.checks import CandidateChecks, front_matter, script_problem
 from skillgrad.loop.merge import MergedEdit
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages
-from skillgrad.loop.select import COPIES_TASK, INAPPLICABLE, select_valid
+from skillgrad.loop.selection import COPIES_TASK, INAPPLICABLE, select_valid
 from skillgrad.loop.taskcopy import TaskCopyGuard
 from skillgrad.package.model import SkillPackage
 from skillgrad.package.prompt import package_schema, touched_files

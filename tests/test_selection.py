@@ -5,7 +5,7 @@ import re
 
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.merge import MergedEdit, Patch, UnionMerge
-from skillgrad.loop.select import CLIPPED, COPIED, INAPPLICABLE, REJECTED, SupportRank, select_valid
+from skillgrad.loop.selection import CLIPPED, COPIED, INAPPLICABLE, REJECTED, SupportRank, select_valid
 from skillgrad.skill import Edit
 
 SKILL = "# Skill\n\nAnswer briefly.\n"

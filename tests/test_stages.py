@@ -1,5 +1,5 @@
 from skillgrad.loop.merge import Patch, UnionMerge
-from skillgrad.loop.select import SupportRank, clip, constant, cosine, linear
+from skillgrad.loop.selection import SupportRank, clip, constant, cosine, linear
 from skillgrad.skill import Edit
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from skillgrad.config import Config, TrackingConfig
 from skillgrad.errors import UserError
-from skillgrad.tracking import EXPERIMENT, flatten, make_tracking_observer, tracking_uri
+from skillgrad.observe.tracking import EXPERIMENT, flatten, make_tracking_observer, tracking_uri
 from tests.report_fixture import make_run, run_events
 
 

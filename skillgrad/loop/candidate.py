@@ -11,12 +11,12 @@ from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
-from skillgrad.loop.select import COPIES_TASK, Selection, select_valid
+from skillgrad.loop.selection import COPIES_TASK, Selection, select_valid
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Merger, Ranker
 from skillgrad.loop.taskcopy import TaskCopyGuard
 from skillgrad.package.doc import PackageDoc, char_limit, open_skill
-from skillgrad.runs import RunDir
+from skillgrad.run_folder import RunDir
 from skillgrad.skill import Edit, EditOutcome, SkillDoc
 from skillgrad.values import Task
 

@@ -17,7 +17,7 @@ from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_reco
 from skillgrad.loop.rewrite import Analyst
 from skillgrad.loop.stages import Roles, TrainingFailed
 from skillgrad.loop.state import TrainState
-from skillgrad.runs import RunDir
+from skillgrad.run_folder import RunDir
 from skillgrad.skill import Edit
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.values import Rollout

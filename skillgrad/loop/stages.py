@@ -18,7 +18,7 @@ from skillgrad.errors import FatalBackendError
 from skillgrad.loop.accounting import Accounting, MeteredChatModel
 from skillgrad.loop.events import Events
 from skillgrad.loop.rollout import mean_score, run_rollouts
-from skillgrad.runs import TRACE_FILE, RunDir
+from skillgrad.run_folder import TRACE_FILE, RunDir
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.values import Rollout, Task
 
@@ -31,7 +31,7 @@ class TrainingFailed(RuntimeError):
 class Roles:
     optimizer: ChatModel | None
     agent: Agent
-    harness: bool  # the target is an agent harness: traces are written per rollout
+    target_is_harness: bool  # an agent harness (not a chat model): traces are written per rollout
     trace_name: str | None = None  # the harness's name in the analyst's trace heading
     trace_file: str = TRACE_FILE  # each rollout's rendered trace steps
     judge: ChatModel | None = None  # scores a JudgedBenchmark's rollouts
@@ -66,7 +66,7 @@ class RolloutRunner:
         self.events = events
         self.accounting = accounting
         self.caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
-        self.needs_workspace = roles.harness or isinstance(benchmark, AgenticBenchmark)
+        self.needs_workspace = roles.target_is_harness or isinstance(benchmark, AgenticBenchmark)
         if isinstance(benchmark, JudgedBenchmark):
             if roles.judge is None:
                 raise TrainingFailed(
@@ -103,7 +103,7 @@ class RolloutRunner:
             self.run.write_rollout(
                 folder_of(index),
                 rollout,
-                harness=self.roles.harness,
+                harness=self.roles.target_is_harness,
                 caps=self.caps,
                 trace_file=self.roles.trace_file,
             )

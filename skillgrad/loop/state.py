@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from skillgrad.runs import version_name
+from skillgrad.run_folder import version_name
 from skillgrad.skill import Edit
 
 ValResults = dict[str, list[float]]  # task id -> score of each repeat

@@ -11,7 +11,7 @@ from skillgrad.config import OptimizerConfig
 from skillgrad.loop.gate import Gate, make_gate
 from skillgrad.loop.merge import MERGERS, MergedEdit, Patch
 from skillgrad.loop.rewrite import ANALYSTS, Analyst
-from skillgrad.loop.select import RANKERS, SCHEDULES, Schedule
+from skillgrad.loop.selection import RANKERS, SCHEDULES, Schedule
 
 
 class Merger(Protocol):

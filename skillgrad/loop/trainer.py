@@ -36,7 +36,7 @@ from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.validate import Validation, ValUnit, validate
 from skillgrad.loop.verdict import judge
 from skillgrad.package.doc import PackageDoc
-from skillgrad.runs import RunDir
+from skillgrad.run_folder import RunDir
 from skillgrad.skill import EditOutcome, SkillDoc
 from skillgrad.values import Rollout, Task
 
@@ -382,7 +382,7 @@ class Trainer:
             "target_model": self.roles.agent.model,
             "wall_s": round(self.earlier_wall_s + self.events.elapsed(), 3),  # every process's
             "sessions": self.earlier_sessions + 1,
-            "calls": calls_summary(self.ledger),
+            "calls": self.ledger.paid_calls(),
             "rounds": self.rounds(),
             "usage": self.ledger.to_json(),
         }
@@ -390,13 +390,3 @@ class Trainer:
             summary["error"] = error
         self.run.write_summary(summary)
         return summary
-
-
-def calls_summary(ledger: Ledger) -> dict[str, Any]:
-    """Paid calls: total, by role, and by role and stage (`role/stage`)."""
-    data = ledger.to_json()
-    return {
-        "total": data["total"]["calls"],
-        "by_role": {k: v["calls"] for k, v in data["by_role"].items()},
-        "by_stage": {k: v["calls"] for k, v in data["by_role_stage"].items()},
-    }

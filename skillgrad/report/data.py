@@ -19,7 +19,7 @@ from typing import Any
 from skillgrad.errors import UserError
 from skillgrad.loop.records import StepRecord
 from skillgrad.package.folder import load_package
-from skillgrad.runs import RunFiles
+from skillgrad.run_folder import RunFiles
 from skillgrad.values import TraceStep
 
 SPLIT_ORDER = {"val": 0, "test": 1, "train": 2}

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.atomic import RunLock
+from skillgrad.backend_specs import spec_for
 from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
 from skillgrad.budget import PaidJournal
 from skillgrad.config import Config
@@ -18,9 +19,8 @@ from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import RolloutRunner
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.trainer import Trainer, TrainingFailed
-from skillgrad.resume import check_same_config, earlier_sessions, finished_summary, load_checkpoint
-from skillgrad.runs import RunDir, RunFiles
-from skillgrad.wiring import (
+from skillgrad.run_folder import RunDir, RunFiles
+from skillgrad.session.build import (
     build_roles,
     call_cache,
     checked_benchmark,
@@ -30,6 +30,7 @@ from skillgrad.wiring import (
     read_skill,
     redactor_for,
 )
+from skillgrad.session.resume import check_same_config, earlier_sessions, finished_summary, load_checkpoint
 
 
 def disk_error(exc: OSError) -> str:
@@ -43,7 +44,7 @@ def _splits(cfg: Config) -> tuple[str, ...]:
 
 
 def print_estimate(cfg: Config) -> int:
-    from skillgrad.estimate import estimate
+    from skillgrad.session.estimate import estimate
 
     benchmark = checked_benchmark(cfg, _splits(cfg))
     splits = {split: benchmark.load(split) for split in _splits(cfg)}  # type: ignore[arg-type]
@@ -69,7 +70,9 @@ def closing_note(cfg: Config, summary: dict[str, Any]) -> str:
         note = f"{accepted} step(s) changed the skill: each candidate kept raised the val score"
     else:
         note = "no candidate raised the val score, so the best skill is the one the run started from"
-    demo = cfg.model.target_backend == "local" and not (cfg.model.local_model or cfg.model.target_model)
+    demo = spec_for(cfg.model.backend_for("target")).packaged_demo_model and not (
+        cfg.model.local_model or cfg.model.target_model
+    )
     if demo:
         note += (
             "; the target is the packaged 135M demo model, which follows a skill only where it can copy "

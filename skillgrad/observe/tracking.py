@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from skillgrad.errors import UserError
 from skillgrad.loop.events import Observer
 from skillgrad.loop.records import StepEnd
-from skillgrad.progress import usage_by_role
+from skillgrad.observe.progress import usage_by_role
 from skillgrad.redact import Redactor
-from skillgrad.runs import RunFiles
+from skillgrad.run_folder import RunFiles
 from skillgrad.values import Usage
 
 if TYPE_CHECKING:

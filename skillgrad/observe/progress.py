@@ -21,7 +21,7 @@ from rich.text import Text
 
 from skillgrad.loop.events import Observer
 from skillgrad.loop.records import StepEnd
-from skillgrad.runs import RunFiles
+from skillgrad.run_folder import RunFiles
 from skillgrad.values import Usage
 
 # ---------------------------------------------------------------------------------------------

@@ -26,13 +26,13 @@ from skillgrad.executors.base import Executor
 from skillgrad.executors.threads import ThreadExecutor
 from skillgrad.loop.events import Events, Observer
 from skillgrad.loop.trainer import Roles
+from skillgrad.observe.progress import make_observers
+from skillgrad.observe.tracking import make_tracking_observer
 from skillgrad.package.folder import load_package
 from skillgrad.package.model import is_package
 from skillgrad.package.wiring import check_initial_package
-from skillgrad.progress import make_observers
 from skillgrad.redact import Redactor
-from skillgrad.runs import RunDir
-from skillgrad.tracking import make_tracking_observer
+from skillgrad.run_folder import RunDir
 from skillgrad.values import SPLITS
 
 
@@ -159,7 +159,7 @@ def build_roles(
     return Roles(
         optimizer=chat if optimizer else None,
         agent=agent,
-        harness=target.harness,
+        target_is_harness=target.harness,
         trace_name=target.trace_name,
         trace_file=target.trace_file,
         judge=chat if judge else None,

@@ -15,7 +15,7 @@ from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.config import Config, config_from_data
 from skillgrad.errors import UserError
 from skillgrad.loop.state import TrainState
-from skillgrad.runs import RunDir, RunFiles
+from skillgrad.run_folder import RunDir, RunFiles
 
 REDACTED_SECRET = "**********"  # how pydantic writes a SecretStr into config.json
 # Sections a resume may change: spending caps, experiment tracking, the cache location, and where

@@ -1,0 +1,46 @@
+"""The typed config: YAML file + `--set key.path=value` overrides + role resolution.
+
+Role precedence (DESIGN.md): CLI role flag > config role key > CLI --backend > config
+model.backend > built-in default. After `load_config`, `model.optimizer_backend` and
+`model.target_backend` are always concrete backend names.
+"""
+
+from skillgrad.config.loading import (
+    config_from_data,
+    load_config,
+    resolve_roles,
+)
+from skillgrad.config.sections import (
+    BackendName,
+    BenchmarkConfig,
+    BudgetConfig,
+    CacheConfig,
+    Config,
+    ModelConfig,
+    OptimizerConfig,
+    RayConfig,
+    Schedule,
+    SkillConfig,
+    TraceConfig,
+    TrackingConfig,
+    TrainConfig,
+)
+
+__all__ = [
+    "BackendName",
+    "BenchmarkConfig",
+    "BudgetConfig",
+    "CacheConfig",
+    "Config",
+    "ModelConfig",
+    "OptimizerConfig",
+    "RayConfig",
+    "Schedule",
+    "SkillConfig",
+    "TraceConfig",
+    "TrackingConfig",
+    "TrainConfig",
+    "config_from_data",
+    "load_config",
+    "resolve_roles",
+]

@@ -1,0 +1,1 @@
+"""Watching a run: live progress and train.log (`progress`), experiment tracking (`tracking`)."""

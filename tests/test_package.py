@@ -9,11 +9,16 @@ from pathlib import Path
 import pytest
 
 from skillgrad.backends.workspace import prepare_workspace
+from skillgrad.budget import Ledger
+from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.loop.state import TrainState
 from skillgrad.package.doc import PackageDoc, open_skill
 from skillgrad.package.folder import load_package, read_skill_at, write_package
 from skillgrad.package.install import flatten, skill_prompt_text
 from skillgrad.package.model import SkillPackage, as_package, is_package, path_problem
+from skillgrad.run_folder import RunDir
+from skillgrad.session.resume import load_checkpoint
 from skillgrad.skill import Edit, SkillDoc
 from skillgrad.values import Task
 
@@ -216,3 +221,28 @@ def test_codex_gets_the_folder_where_it_discovers_skills(tmp_path: Path) -> None
     skill_file = prepare_workspace(tmp_path, Task("t1", "Do it"), package.encode(), "house", SKILLS_DIR)
     assert skill_file == tmp_path / ".agents" / "skills" / "house" / "SKILL.md"
     assert (skill_file.parent / "scripts" / "check.py").read_text() == "print('ok')\n"
+
+
+def test_resume_rewrites_a_best_skill_folder_a_kill_left_half_swapped(tmp_path: Path) -> None:
+    """best_skill/ is swapped by two renames; a kill between them leaves only .best_skill.old.
+    The resume point restores best_skill/ from the best version that skills/ keeps."""
+    cfg = Config.model_validate({})
+    run = RunDir(tmp_path / "run")
+    run.create()
+    first = load_package(make_folder(tmp_path / "v0")).encode()
+    (tmp_path / "v1" / "references").mkdir(parents=True)
+    (tmp_path / "v1" / "SKILL.md").write_text(SKILL_MD, encoding="utf-8")
+    (tmp_path / "v1" / "references" / "flags.md").write_text(FLAGS + "- `--dry` prints only.\n")
+    best = load_package(tmp_path / "v1").encode()
+    run.write_skill(0, first)
+    run.write_skill(1, best)
+    run.write_best_skill(first)
+    state = TrainState(step=1, version=1, best_version=1, best_step=1, best_score=1.0)
+    run.write_state({**state.to_json(), "ledger": Ledger(cfg.budget).to_json()})
+    (run.root / "best_skill").rename(run.root / ".best_skill.old")  # the kill, mid-swap
+
+    loaded, _ = load_checkpoint(run.root, cfg)
+
+    assert loaded is not None and loaded.best_version == 1
+    assert run.best_skill_path() == run.root / "best_skill"
+    assert read_skill_at(run.root / "best_skill") == best

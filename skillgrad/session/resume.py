@@ -93,6 +93,8 @@ def load_checkpoint(
     ledger = Ledger.from_json(data.pop("ledger", {}), cfg.budget, journal)
     state = TrainState.from_json(data)
     run.keep_history_to(state.step)
+    # A kill while best_skill/ was being swapped can leave it missing: skills/ is the record.
+    run.write_best_skill(run.read_skill(state.best_version))
     return state, ledger
 
 

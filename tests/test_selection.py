@@ -74,6 +74,9 @@ def test_edit_copied_from_a_prompt_template_is_dropped():
     line = Edit("add", "end", "- One rule per edit. Short, concrete, checkable.")
     stretch = Edit("add", "end", "Write general rules, never the answer to one particular task")
     assert echo(placeholder) and echo(line) and echo(stretch)
+    # seen from the 135M analyst: the empty-skill heading with its quote marks swapped
+    requoted = Edit("add", "end", "The skill is empty: the only edit is 'add' with target 'end'")
+    assert echo(requoted) and echo(Edit("add", "end", "One rule per edit. Short, `concrete`, checkable."))
     assert not echo(DATES) and not echo(NAMES) and not echo(Edit("delete", "Answer briefly."))
     assert not echo(Edit("add", "end", "YES"))  # short text that a template may hold by chance
     chosen = select_valid(ranked(placeholder, DATES), SKILL, 1, rejected=[], copied=echo)

@@ -19,12 +19,14 @@ from skillgrad.skill import Edit, normalize_text
 _QUOTED = re.compile(r'"([^"\n]+)"')
 _MARKER = re.compile(r"^\s*(?:[-*+#]+|\d+[.)])\s+")
 _PLACEHOLDER = re.compile(r"\$\{?\w+\}?")
+# A copy that swaps the template's quote marks ('add' for "add") is still a copy.
+_QUOTE_MARKS = re.compile("[\"'`\u2018\u2019\u201c\u201d]")
 MIN_STRETCH_CHARS = 24  # shorter contents ("YES", "end") may occur in a template by chance
 MIN_SCAFFOLD_CHARS = 8  # a template line with less fixed text than this matches too much
 
 
 def _clean(text: str) -> str:
-    return normalize_text(_MARKER.sub("", text.strip()))
+    return normalize_text(_QUOTE_MARKS.sub("", _MARKER.sub("", text.strip())))
 
 
 def template_texts(package: str = "skillgrad.loop") -> list[str]:
@@ -45,7 +47,7 @@ class PromptEcho:
         self.phrases |= {_clean(m) for text in texts for m in _QUOTED.findall(text)}
         # a heading's title ("## The skill is empty: ..." -> "the skill is empty")
         self.phrases |= {p.split(": ")[0] for p in self.phrases if ": " in p}
-        self.corpus = "\n".join(normalize_text(text) for text in texts)
+        self.corpus = "\n".join(normalize_text(_QUOTE_MARKS.sub("", text)) for text in texts)
         # A template line with placeholders is the prompt's scaffolding: "### Task $index: $status
         # (score $score)" renders as "Task 2: FAILED (score 0.00)", which is no rule either.
         self.scaffolds = [

@@ -93,16 +93,21 @@ def local_ray_cluster(num_cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]
         shutil.rmtree(temp, ignore_errors=True)
 
 
-def rollout_worker_pids() -> list[int]:
-    """Processes whose title says they are skillgrad's Ray rollout workers."""
+def rollout_worker_pids(env: dict[str, str]) -> list[int]:
+    """Processes whose title says they are skillgrad's Ray rollout workers, of the cluster whose
+    driver environment is `env` only: its private auth token is in their environment, so another
+    Ray on the machine (another test session's) is never counted or killed."""
+    token = f"RAY_AUTH_TOKEN={env['RAY_AUTH_TOKEN']}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             title = (entry / "cmdline").read_bytes().split(b"\0")[0]
+            if title.startswith(b"ray::RolloutWorker") and token in (entry / "environ").read_bytes().split(
+                b"\0"
+            ):
+                found.append(int(entry.name))
         except OSError:
             continue
-        if title.startswith(b"ray::RolloutWorker"):
-            found.append(int(entry.name))
     return found

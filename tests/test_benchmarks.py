@@ -18,6 +18,7 @@ from skillgrad.benchmarks.registry import benchmark_names, load_benchmark
 from skillgrad.benchmarks.splits import safe_task_id
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from tests.two_fer import SOLUTION, make_exercise
 
 
 def make_cfg(tmp_path: Path, **benchmark: Any) -> Config:
@@ -329,29 +330,6 @@ def test_humaneval_without_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 # ----------------------------------------------------------------------------------- coding tasks
-
-STUB = "def two_fer(name='you'):\n    pass\n"
-TESTS = (
-    "import unittest\nfrom two_fer import two_fer\n\n"
-    "class TwoFerTest(unittest.TestCase):\n"
-    "    def test_no_name(self):\n        self.assertEqual(two_fer(), 'One for you, one for me.')\n"
-    "    def test_name(self):\n        self.assertEqual(two_fer('Bo'), 'One for Bo, one for me.')\n"
-)
-SOLUTION = "def two_fer(name='you'):\n    return f'One for {name}, one for me.'\n"
-
-
-def make_exercise(root: Path) -> Path:
-    ex = root / "practice" / "two-fer"
-    (ex / ".docs").mkdir(parents=True)
-    (ex / ".meta").mkdir()
-    (ex / "two_fer.py").write_text(STUB)
-    (ex / "two_fer_test.py").write_text(TESTS)
-    (ex / ".docs" / "instructions.md").write_text("# Two-fer\nSay one for X, one for me.\n")
-    (ex / ".meta" / "example.py").write_text(SOLUTION)
-    files = {"solution": ["two_fer.py"], "test": ["two_fer_test.py"], "example": [".meta/example.py"]}
-    (ex / ".meta" / "config.json").write_text(json.dumps({"files": files}))
-    (root / "practice" / "not-an-exercise").mkdir()
-    return root / "practice"
 
 
 def test_coding_task_fails_then_passes_after_edit(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,30 +35,45 @@ def planting_agent(outside: Path):  # type: ignore[no-untyped-def]
     return handler
 
 
-@pytest.mark.slow
-def test_planted_folder_and_symlinks_are_not_shown_or_counted(tmp_path: Path) -> None:
-    outside = tmp_path / "outside.txt"
-    outside.write_text(OUTSIDE, encoding="utf-8")
+def eval_one_task(
+    tmp_path: Path,
+    handler: Callable[[FakeRequest], FakeReply],
+    question: str,
+    answer: str,
+    skill_text: str,
+    out: Path,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`skillgrad eval` of one val task with the real Claude Code CLI as target, scripted by
+    `handler` through the fake Anthropic API; the eval folder is `out`."""
     data = tmp_path / "items.jsonl"
-    data.write_text(json.dumps({"id": "q1", "question": "Capital of France?", "answers": ["Paris"]}) + "\n")
+    data.write_text(json.dumps({"id": "q1", "question": question, "answers": [answer]}) + "\n")
     skill = tmp_path / "skill.md"
-    skill.write_text("Answer briefly.\n", encoding="utf-8")
-    with FakeAnthropic(planting_agent(outside)) as api:
+    skill.write_text(skill_text, encoding="utf-8")
+    with FakeAnthropic(handler) as api:
         lines = [
             "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 0", "  val_size: 1",
             "  test_size: 0", "model:", "  target_backend: claude_code_exec",
             "  optimizer_backend: claude_code_exec",
             f"  base_url: {api.base_url}", f"  api_key: {FAKE_KEY}", "  target_model: claude-sonnet-4-5",
-            "  claude_code_timeout_s: 120",
-            "cache:", "  enabled: false",
+            "  claude_code_timeout_s: 120", "cache:", "  enabled: false",
         ]  # fmt: skip
         config = tmp_path / "config.yaml"
         config.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        out = tmp_path / "eval"
         cmd = [sys.executable, "-m", "skillgrad.cli", "eval", "--config", str(config), "--skill", str(skill)]
-        proc = subprocess.run(
-            [*cmd, "--split", "val", "--out", str(out)], capture_output=True, text=True, timeout=240
+        return subprocess.run(
+            [*cmd, "--split", "val", "--out", str(out)], capture_output=True, text=True, timeout=240, env=env
         )
+
+
+@pytest.mark.slow
+def test_planted_folder_and_symlinks_are_not_shown_or_counted(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text(OUTSIDE, encoding="utf-8")
+    out = tmp_path / "eval"
+    proc = eval_one_task(
+        tmp_path, planting_agent(outside), "Capital of France?", "Paris", "Answer briefly.\n", out
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     split = out / "rollouts" / "val"
     assert (split / "zz-planted" / "score.json").is_file()  # the agent did plant it
@@ -117,25 +133,8 @@ def test_agent_processes_end_with_the_task_and_see_nothing_of_the_trainer(tmp_pa
             return tool_use("Bash", {"command": command, "description": "leave a daemon"})
         return text("Paris")
 
-    data = tmp_path / "items.jsonl"
-    data.write_text(json.dumps({"id": "q1", "question": "Capital of France?", "answers": ["Paris"]}) + "\n")
-    skill = tmp_path / "skill.md"
-    skill.write_text("Answer briefly.\n", encoding="utf-8")
-    with FakeAnthropic(handler) as api:
-        lines = [
-            "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 0", "  val_size: 1",
-            "  test_size: 0", "model:", "  target_backend: claude_code_exec",
-            "  optimizer_backend: claude_code_exec",
-            f"  base_url: {api.base_url}", f"  api_key: {FAKE_KEY}", "  target_model: claude-sonnet-4-5",
-            "  claude_code_timeout_s: 120", "cache:", "  enabled: false",
-        ]  # fmt: skip
-        config = tmp_path / "config.yaml"
-        config.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        env = {**os.environ, "OPENAI_API_KEY": "sk-other-role-0123456789"}
-        cmd = [sys.executable, "-m", "skillgrad.cli", "eval", "--config", str(config), "--skill", str(skill)]
-        proc = subprocess.run(
-            [*cmd, "--split", "val", "--out", str(out)], capture_output=True, text=True, timeout=240, env=env
-        )
+    env = {**os.environ, "OPENAI_API_KEY": "sk-other-role-0123456789"}
+    proc = eval_one_task(tmp_path, handler, "Capital of France?", "Paris", "Answer briefly.\n", out, env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     workspace = out / "rollouts" / "val" / "q1" / "workspace"
     assert (workspace / "seen.txt").read_text().strip() == "0"  # no view of the trainer's processes
@@ -150,25 +149,8 @@ def test_agent_processes_end_with_the_task_and_see_nothing_of_the_trainer(tmp_pa
 def test_a_claude_code_reply_over_a_megabyte_is_kept_whole(tmp_path: Path) -> None:
     """Issue 12, defect 12: the SDK's 1 MB line buffer no longer fails a long reply."""
     big = "word " * 300_000  # 1.5 MB of text in one assistant message
-    data = tmp_path / "items.jsonl"
-    data.write_text(json.dumps({"id": "q1", "question": "Say a lot.", "answers": ["word"]}) + "\n")
-    skill = tmp_path / "skill.md"
-    skill.write_text("Answer.\n", encoding="utf-8")
-    with FakeAnthropic(lambda req: text(big)) as api:
-        lines = [
-            "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 0", "  val_size: 1",
-            "  test_size: 0", "model:", "  target_backend: claude_code_exec",
-            "  optimizer_backend: claude_code_exec", f"  base_url: {api.base_url}",
-            f"  api_key: {FAKE_KEY}", "  target_model: claude-sonnet-4-5", "  claude_code_timeout_s: 120",
-            "cache:", "  enabled: false",
-        ]  # fmt: skip
-        config = tmp_path / "config.yaml"
-        config.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        out = tmp_path / "eval"
-        cmd = [sys.executable, "-m", "skillgrad.cli", "eval", "--config", str(config), "--skill", str(skill)]
-        proc = subprocess.run(
-            [*cmd, "--split", "val", "--out", str(out)], capture_output=True, text=True, timeout=240
-        )
+    out = tmp_path / "eval"
+    proc = eval_one_task(tmp_path, lambda req: text(big), "Say a lot.", "word", "Answer.\n", out)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Event loop is closed" not in proc.stderr
     answer = (out / "rollouts" / "val" / "q1" / "answer.txt").read_text(encoding="utf-8")

@@ -16,6 +16,7 @@ from skillgrad.benchmarks.base import AgenticBenchmark, Task
 from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.cache import CachedAgent, CallCache
 from skillgrad.config import Config
+from tests.two_fer import SOLUTION, make_exercise
 
 HE_PROMPT = 'def add(a: int, b: int) -> int:\n    """Return a + b."""\n'
 HE_TEST = "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n"
@@ -79,14 +80,6 @@ def test_humaneval_honest_solution_still_passes(humaneval: tuple[Any, Task]) -> 
 
 # ----------------------------------------------------------------------------------- coding tasks
 
-STUB = "def two_fer(name='you'):\n    pass\n"
-TESTS = (
-    "import unittest\nfrom two_fer import two_fer\n\n"
-    "class TwoFerTest(unittest.TestCase):\n"
-    "    def test_no_name(self):\n        self.assertEqual(two_fer(), 'One for you, one for me.')\n"
-    "    def test_name(self):\n        self.assertEqual(two_fer('Bo'), 'One for Bo, one for me.')\n"
-)
-SOLUTION = "def two_fer(name='you'):\n    return f'One for {name}, one for me.'\n"
 WRONG_TWO_FER = "def two_fer(name='you'):\n    return 'nope'\n"
 PASSING_JUNIT = (
     '<?xml version="1.0"?><testsuites><testsuite name="pytest" tests="2">'
@@ -114,17 +107,6 @@ CODING_CHEATS = {
         "os._exit(0)\n"
     ),
 }
-
-
-def make_exercise(root: Path) -> Path:
-    ex = root / "practice" / "two-fer"
-    (ex / ".meta").mkdir(parents=True)
-    (ex / "two_fer.py").write_text(STUB)
-    (ex / "two_fer_test.py").write_text(TESTS)
-    (ex / ".meta" / "example.py").write_text(SOLUTION)
-    files = {"solution": ["two_fer.py"], "test": ["two_fer_test.py"], "example": [".meta/example.py"]}
-    (ex / ".meta" / "config.json").write_text(json.dumps({"files": files}))
-    return root / "practice"
 
 
 @pytest.fixture

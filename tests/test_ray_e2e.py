@@ -113,7 +113,7 @@ def test_a_worker_killed_mid_rollout_is_retried_and_counted_once(tmp_path: Path,
         with lock:
             if token_of(request) == "token-3" and not killed:
                 # The worker running this rollout dies with the request in flight.
-                pids = rollout_worker_pids()
+                pids = rollout_worker_pids(env)
                 assert len(pids) == 1, pids
                 os.kill(pids[0], signal.SIGKILL)
                 killed.extend(pids)
@@ -139,7 +139,7 @@ def test_past_the_retry_limit_a_task_fails_unpaid_and_a_rerun_redoes_only_it(tmp
 
     def handler(request: Request):
         if token_of(request) == "token-2" and len(killed) < 2:  # the first attempt and its one retry
-            pids = rollout_worker_pids()
+            pids = rollout_worker_pids(env)
             assert len(pids) == 1, pids
             os.kill(pids[0], signal.SIGKILL)
             killed.extend(pids)

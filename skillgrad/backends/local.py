@@ -316,9 +316,6 @@ class LocalChat:
         stage: str,
     ) -> Reply:
         """`effort` is ignored: the local models have no reasoning-effort setting."""
-        if schema is None:
-            text, usage = self._call(messages, None)
-            return Reply(text=text, usage=usage)
         return complete_structured(
             lambda convo: self._call(convo, schema),
             messages,

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from skillgrad.loop.gate import Gate, make_gate  # noqa: E402
 from skillgrad.loop.rollout import run_rollouts
-from skillgrad.loop.validate import ValUnit, validate  # noqa: E402
+from skillgrad.loop.validate import Race, ValUnit, validate  # noqa: E402
 from skillgrad.loop.verdict import judge  # noqa: E402
 from skillgrad.values import AgentResult, Rollout, Score, Task, Usage
 
@@ -129,8 +129,8 @@ def trial(gate: Gate, k: int, waves: int, incumbent_p: list[float], candidate_p:
         "candidate": {t.id: p for t, p in zip(tasks, candidate_p, strict=True)},
     }
     agent = NoisyTarget(probabilities, seed)
-    incumbent = validate(tasks, k, 1, {}, runner(agent, "incumbent")).results
-    val = validate(tasks, k, waves, {}, runner(agent, "candidate"), gate, incumbent)
+    incumbent = validate(tasks, k, {}, runner(agent, "incumbent")).results
+    val = validate(tasks, k, {}, runner(agent, "candidate"), Race(gate, incumbent, waves))
     return judge(gate, val, incumbent).accepted, val.calls
 
 

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from latency_tables import print_side_by_side, print_variants  # noqa: E402
 from latency_world import Item, Scripted, question_key, serve  # noqa: E402
-from skillopt_side import SkillOpt, install, run_once, write_split  # noqa: E402
+from skillopt_side import SkillOpt, clean_env, install, run_once, write_split  # noqa: E402
 
 from skillgrad.benchmarks.registry import load_benchmark  # noqa: E402
 from skillgrad.config import load_config  # noqa: E402
@@ -130,7 +130,9 @@ def run_skillgrad(data: Path, world: Scripted, seed: int, variant: str) -> dict[
                 str(out),
             ]
             started = time.perf_counter()
-            proc = subprocess.run([*command, *sets], capture_output=True, text=True, timeout=600, check=False)
+            proc = subprocess.run(
+                [*command, *sets], capture_output=True, text=True, env=clean_env(), timeout=600, check=False
+            )
             wall = time.perf_counter() - started
             if proc.returncode != 0:
                 sys.exit(f"skillgrad failed ({proc.returncode}):\n{proc.stderr[-2000:]}")

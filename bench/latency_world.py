@@ -195,6 +195,12 @@ def message_text(message: dict[str, Any]) -> str:
     return str(content)
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog (5) drops connections when 24 calls start at once,
+    # and the kernel's retry then looks like a round of its own; an API server accepts them all.
+    request_queue_size = 256
+
+
 def serve(world: Scripted) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -218,7 +224,7 @@ def serve(world: Scripted) -> ThreadingHTTPServer:
             self.wfile.write(payload)
             world.record(kind, started, time.monotonic())
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd = _Server(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd

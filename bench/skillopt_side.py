@@ -144,9 +144,12 @@ def config(so: SkillOpt, folder: Path, split_dir: Path, port: int, seed: int) ->
 
 
 def clean_env() -> dict[str, str]:
-    """The bench's environment without provider credentials or endpoints."""
+    """The bench's environment without provider credentials or endpoints, and with Python's
+    bytecode cache on (as on a user's machine; some sandboxes turn it off), for both systems."""
     prefixes = ("AZURE_", "OPENAI_", "OPTIMIZER_", "TARGET_", "ANTHROPIC_")
-    return {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    return {
+        k: v for k, v in os.environ.items() if not k.startswith(prefixes) and k != "PYTHONDONTWRITEBYTECODE"
+    }
 
 
 def run_once(so: SkillOpt, world: Scripted, folder: Path, split_dir: Path, seed: int) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from skillgrad.benchmarks.base import Score, Task
 from skillgrad.loop.gate import PairedGate, StrictGate, can_still_pass, make_gate, mean_of, optimistic
 from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.significance import paired_permutation_test
-from skillgrad.loop.validate import ValUnit, validate, wave_plan
+from skillgrad.loop.validate import Race, ValUnit, next_wave, race_order, validate
 
 
 def results(*rows: list[float]) -> dict[str, list[float]]:
@@ -111,11 +111,43 @@ def test_optimistic_completion_and_headroom() -> None:
     assert not can_still_pass(PairedGate(0.05), {}, results([0.0], [1.0]))  # 1 item: p >= 1/2
 
 
-def test_wave_plan_cuts_in_order() -> None:
-    tasks = [Task(id=f"t{i}", question="q") for i in range(7)]
-    plan = wave_plan(tasks, 3)
-    assert [len(w) for w in plan] == [3, 2, 2] and [t for w in plan for t in w] == tasks
-    assert len(wave_plan(tasks, 20)) == 7 and len(wave_plan(tasks, 1)) == 1
+def test_race_order_puts_the_incumbents_weakest_items_first() -> None:
+    tasks = [Task(id=f"t{i}", question="q") for i in range(5)]
+    incumbent = {"t0": [1.0, 1.0], "t1": [0.0, 0.0], "t2": [1.0, 0.0], "t3": [0.0, 0.0], "t4": [1.0, 1.0]}
+    assert [t.id for t in race_order(tasks, incumbent)] == ["t1", "t3", "t2", "t0", "t4"]
+
+
+def test_a_wave_is_the_shortest_prefix_whose_failure_rejects_when_it_is_at_most_a_third() -> None:
+    tasks = [Task(id=f"t{i}", question="q") for i in range(16)]
+    strict = StrictGate()
+    # The incumbent failed 3 items: failing those 3 already rules the candidate out.
+    three_failed = {t.id: [0.0 if i < 3 else 1.0] for i, t in enumerate(tasks)}
+    race = Race(strict, three_failed, 2)
+    empty = {t.id: [] for t in tasks}
+    assert [t.id for t in next_wave(tasks, empty, 1, race, 2)] == ["t0", "t1", "t2"]
+    assert next_wave(tasks, empty, 1, race, 1) == tasks  # no wave may follow
+    # Failed on 6 of 16: the rejecting prefix (6) is more than a third, so one wave.
+    six_failed = {t.id: [0.0 if i < 6 else 1.0] for i, t in enumerate(tasks)}
+    assert next_wave(tasks, empty, 1, Race(strict, six_failed, 2), 2) == tasks
+    assert len(next_wave(tasks, empty, 1, Race(strict, {**six_failed, "t5": [1.0]}, 2), 2)) == 5
+    # With results known, the bound counts them: one fix already known needs one more miss.
+    one_fixed = {**empty, "t0": [1.0], "t1": [0.0], "t2": [0.0]}
+    assert [t.id for t in next_wave(tasks[3:], one_fixed, 1, Race(strict, three_failed, 3), 2)] == ["t3"]
+
+
+def test_racing_rejects_a_candidate_that_fixes_none_of_the_incumbents_failures_after_those_items() -> None:
+    tasks = [Task(id=f"t{i}", question="q") for i in range(16)]
+    incumbent = {t.id: [0.0 if i in (4, 9, 13) else 1.0] for i, t in enumerate(tasks)}
+    scores = {(t.id, 0): 0.0 if i in (4, 9, 13, 2) else 1.0 for i, t in enumerate(tasks)}
+    log: list[list[ValUnit]] = []
+    val = validate(tasks, 1, {}, fake_runner(scores, log), Race(StrictGate(), incumbent, 2))
+    assert val.raced_out and val.calls == 3 and val.waves == 1
+    assert [u.task.id for u in log[0]] == ["t4", "t9", "t13"]
+    # One that fixes one of them runs the rest in a second wave and is judged on every item.
+    scores[("t9", 0)] = 1.0
+    log.clear()
+    val = validate(tasks, 1, {}, fake_runner(scores, log), Race(StrictGate(), incumbent, 2))
+    assert not val.raced_out and val.calls == 16 and [len(w) for w in log] == [3, 13]
 
 
 def fake_runner(scores: dict[tuple[str, int], float], log: list[list[ValUnit]]):
@@ -141,9 +173,9 @@ def test_racing_decides_exactly_as_full_validation_with_fewer_calls(gate_name: s
         inc = {t.id: [float(rng.random() < level) for _ in range(k)] for t in tasks}
         scores = {(t.id, r): float(rng.random() < rng.random()) for t in tasks for r in range(k)}
         full_log: list[list[ValUnit]] = []
-        full = validate(tasks, k, 1, {}, fake_runner(scores, full_log))
+        full = validate(tasks, k, {}, fake_runner(scores, full_log))
         race_log: list[list[ValUnit]] = []
-        raced = validate(tasks, k, 4, {}, fake_runner(scores, race_log), gate, inc)
+        raced = validate(tasks, k, {}, fake_runner(scores, race_log), Race(gate, inc, 4))
         assert gate.decide(full.results, inc).accepted == (
             not raced.raced_out and gate.decide(raced.results, inc).accepted
         )
@@ -158,7 +190,7 @@ def test_validation_reuses_known_results() -> None:
     tasks = [Task(id=f"t{i}", question="q") for i in range(4)]
     log: list[list[ValUnit]] = []
     scores = {(t.id, r): 1.0 for t in tasks for r in range(2)}
-    val = validate(tasks, 2, 2, {"t0": [1.0, 0.0], "t1": [1.0]}, fake_runner(scores, log))
+    val = validate(tasks, 2, {"t0": [1.0, 0.0], "t1": [1.0]}, fake_runner(scores, log))
     ran = [(u.task.id, u.repeat) for wave in log for u in wave]
     assert ran == [("t1", 1), ("t2", 0), ("t2", 1), ("t3", 0), ("t3", 1)]
     assert val.results["t0"] == [1.0, 0.0] and val.calls == 5

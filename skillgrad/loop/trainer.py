@@ -33,7 +33,7 @@ from skillgrad.loop.stages import Roles, RolloutRunner, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
 from skillgrad.loop.stopping import stop_reason
 from skillgrad.loop.strategies import Strategies
-from skillgrad.loop.validate import Validation, ValUnit, validate
+from skillgrad.loop.validate import Race, Validation, ValUnit, validate
 from skillgrad.loop.verdict import judge
 from skillgrad.package.doc import PackageDoc
 from skillgrad.run_folder import RunDir
@@ -192,25 +192,25 @@ class Trainer:
         incumbent = self.incumbent_results(state)
         known = state.val_results.get(candidate.content_hash, {})
         racing = self.cfg.optimizer.validation == "racing"
-        waves = self.cfg.optimizer.race_waves if racing else 1
+        race = Race(self.gate, incumbent, self.cfg.optimizer.race_waves) if racing else None
         if known:
             self.events.emit("message", text=f"step {step}: candidate seen before, reusing its validation")
 
-        def before_wave(results: dict[str, list[float]]) -> None:
-            # The next step's rollouts run with the candidate meanwhile. With several waves they
-            # start once the candidate has missed an item: a candidate still perfect may end the
-            # run (no headroom left), and rollouts started for it would be paid for nothing.
-            if waves == 1 or any(s < 1.0 for scores in results.values() for s in scores):
+        def before_wave(results: dict[str, list[float]], last: bool) -> None:
+            # The next step's rollouts run with the candidate meanwhile: beside a validation run
+            # in one wave, or once the candidate has missed an item. A candidate still perfect
+            # after a first wave may end the run (no headroom left): rollouts started for it
+            # would be paid for nothing.
+            single = last and not any(results.values())
+            if single or any(s < 1.0 for scores in results.values() for s in scores):
                 self._prefetch(nxt, candidate.text)
 
         val = validate(
             self.benchmark_split("val"),
             self.cfg.optimizer.val_repeats,
-            waves,
             known,
             lambda units: self._val_units(step, candidate.text, "validate", units),
-            self.gate if racing else None,
-            incumbent,
+            race,
             before_wave=before_wave,
         )
         state.val_results[candidate.content_hash] = val.results
@@ -244,7 +244,7 @@ class Trainer:
             ran.extend(self._val_units(step, skill, stage, units, split))
             return ran[-len(units) :]
 
-        val = validate(self.benchmark_split("val"), self.cfg.optimizer.val_repeats, 1, known, run_units)
+        val = validate(self.benchmark_split("val"), self.cfg.optimizer.val_repeats, known, run_units)
         if ran and all(r.result.is_error for r in ran):
             raise TrainingFailed(f"every {stage} task failed; first error: {ran[0].result.error}")
         return val

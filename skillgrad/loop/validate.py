@@ -4,6 +4,15 @@ as even full marks on every item still to run could not make the gate accept it.
 The incumbent's per-item results are known, so the bound is exact (see `gate.can_still_pass`):
 racing rejects exactly the candidates the full validation would reject, only sooner, and accepts
 exactly the same ones (an accept always needs every item). `full` is racing with one wave.
+
+Which items run first, and how many: a candidate can only gain where the incumbent lost, so the
+incumbent's weakest items go first (`race_order`). A wave is the shortest run of items whose
+failure alone would already reject the candidate (for the strict gate: as many items as the
+incumbent failed), and the validation splits only when that wave holds at most a third of what
+is left (`next_wave`). A split costs every candidate that survives it one more round in a row, so
+it has to be able to save at least twice the calls it runs; and the fewer items the incumbent
+fails, the likelier a candidate is to fix none of them. Such a candidate is then out after those
+items.
 """
 
 from __future__ import annotations
@@ -31,46 +40,82 @@ class Validation:
     raced_out: bool  # stopped early: no outcome of the remaining items could pass the gate
 
 
-def wave_plan(tasks: list[Task], waves: int) -> list[list[Task]]:
-    """`tasks` in order, cut into `waves` near-equal consecutive waves (none empty)."""
-    count = max(1, min(waves, len(tasks)))
-    base, extra = divmod(len(tasks), count)
-    plan, start = [], 0
-    for index in range(count):
-        size = base + (1 if index < extra else 0)
-        plan.append(tasks[start : start + size])
-        start += size
-    return plan
+@dataclass(frozen=True)
+class Race:
+    """What racing needs: the gate, the incumbent's per-item results, and at most how many waves."""
+
+    gate: Gate
+    incumbent: ValResults
+    waves: int
+
+
+def race_order(tasks: list[Task], incumbent: ValResults) -> list[Task]:
+    """`tasks` with the incumbent's weakest items first (its mean over repeats; stable)."""
+
+    def mean(task: Task) -> float:
+        scores = incumbent.get(task.id) or [0.0]
+        return sum(scores) / len(scores)
+
+    return sorted(tasks, key=mean)
+
+
+def next_wave(
+    pending: list[Task], results: ValResults, repeats: int, race: Race, waves_left: int
+) -> list[Task]:
+    """The first items of `pending` to run now: the shortest prefix whose failure on every repeat
+    would make the gate reject the candidate, if that prefix is at most a third of `pending` and
+    another wave may follow; otherwise all of `pending`. (The gate's monotone contract makes
+    "this prefix failed" rejecting for every longer prefix too, so the search is a bisection.)"""
+    limit = len(pending) // 3
+    if waves_left <= 1 or limit < 1:
+        return pending
+
+    def rejects_if_failed(count: int) -> bool:
+        worst = {item: list(scores) for item, scores in results.items()}
+        for task in pending[:count]:
+            worst[task.id] = worst[task.id] + [0.0] * (repeats - len(worst[task.id]))
+        return not can_still_pass(race.gate, worst, race.incumbent)
+
+    if not rejects_if_failed(limit):
+        return pending
+    low, high = 1, limit
+    while low < high:
+        middle = (low + high) // 2
+        if rejects_if_failed(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return pending[:low]
 
 
 def validate(
     tasks: list[Task],
     repeats: int,
-    waves: int,
     known: ValResults,
     run_units: Callable[[list[ValUnit]], list[Rollout]],
-    gate: Gate | None = None,
-    incumbent: ValResults | None = None,
-    before_wave: Callable[[ValResults], None] | None = None,
+    race: Race | None = None,
+    before_wave: Callable[[ValResults, bool], None] | None = None,
 ) -> Validation:
     """Every (task, repeat) not already in `known` is run by `run_units` (one call per wave);
-    with a `gate` and an `incumbent`, a wave starts only while the candidate can still pass.
-    `before_wave` sees the results so far before each wave that runs."""
+    with a `race`, in its order and waves, a wave starts only while the candidate can still pass.
+    `before_wave` sees the results so far, and whether the wave is the last, before each wave."""
     results: ValResults = {t.id: list(known.get(t.id, []))[:repeats] for t in tasks}
+    order = race_order(tasks, race.incumbent) if race is not None else tasks
+    pending = [t for t in order if len(results[t.id]) < repeats]
     calls = ran_waves = 0
-    for wave in wave_plan(tasks, waves):
-        todo = [ValUnit(t, r) for t in wave for r in range(len(results[t.id]), repeats)]
-        if not todo:
-            continue
-        if gate is not None and incumbent is not None and not can_still_pass(gate, results, incumbent):
+    while pending:
+        if race is not None and not can_still_pass(race.gate, results, race.incumbent):
             return Validation(_known_only(results), calls, ran_waves, raced_out=True)
+        wave = next_wave(pending, results, repeats, race, race.waves - ran_waves) if race else pending
         if before_wave is not None:
-            before_wave(results)
+            before_wave(results, len(wave) == len(pending))
+        todo = [ValUnit(t, r) for t in wave for r in range(len(results[t.id]), repeats)]
         rollouts = run_units(todo)
         for unit, rollout in zip(todo, rollouts, strict=True):
             results[unit.task.id].append(rollout.score.value)
         calls += len(todo)
         ran_waves += 1
+        pending = pending[len(wave) :]
     return Validation(results, calls, ran_waves, raced_out=False)
 
 

@@ -32,6 +32,8 @@ class Patch:
     edits: list[Edit]
     failures: int
     proposal: int = 0  # which of the minibatch's proposals (optimizer.proposals_per_minibatch)
+    reply: str = ""  # the analyst's reply text: a re-ask continues that conversation
+    reask: bool = False  # asked again after every edit of the step was dropped (optimizer.reask_dropped)
 
 
 class UnionMerge:

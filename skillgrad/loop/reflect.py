@@ -75,6 +75,7 @@ class AnalystInputs:
     trace_heading: str = TRACE_HEADING
     package_chars: int = 12000  # a package's files shown in full (skill.prompt_chars)
     budget: int | None = None  # the skill's size budget (skill.max_chars), stated when set
+    followup: tuple[Message, ...] = ()  # a re-ask: the analyst's earlier reply and why it was dropped
 
 
 def trace_sections(inputs: AnalystInputs) -> list[str]:
@@ -168,7 +169,8 @@ def tidy_messages(system: str, user: str) -> list[Message]:
 def analyst_messages(inputs: AnalystInputs) -> list[Message]:
     targets = targets_section(inputs.skill, inputs.budget)
     user = render(PROMPTS, "analyst_user", targets=targets, **prompt_sections(inputs))
-    return tidy_messages(render(PROMPTS, "analyst_system", max_edits=inputs.max_edits), user)
+    system = render(PROMPTS, "analyst_system", max_edits=inputs.max_edits)
+    return [*tidy_messages(system, user), *inputs.followup]
 
 
 def parse_patch(data: dict[str, Any] | None, minibatch: int, failures: int, max_edits: int) -> Patch:
@@ -195,7 +197,7 @@ def reflect(
     reply = optimizer.complete(messages, schema=schema, effort=effort, stage="reflect")
     failures = sum(1 for r in inputs.rollouts if not r.score.passed)
     patch = parse_patch(reply.data, minibatch, failures, inputs.max_edits)
-    return replace(patch, proposal=proposal), reply, messages
+    return replace(patch, proposal=proposal, reply=reply.text), reply, messages
 
 
 def reflection_record(
@@ -205,6 +207,7 @@ def reflection_record(
     return {
         "minibatch": index,
         "proposal": patch.proposal,
+        "reask": patch.reask,
         "tasks": [r.task.id for r in minibatch],
         "prompt": [{"role": m.role, "content": m.content} for m in messages],
         "reply": reply.text,

@@ -25,7 +25,8 @@ def rewrite_messages(inputs: AnalystInputs) -> list[Message]:
     # An empty skill is shown as an empty block: a placeholder sentence would be copied back.
     sections = {**prompt_sections(inputs), "skill": inputs.skill.strip()}
     user = render(PROMPTS, "rewrite_user", **sections)
-    return tidy_messages(render(PROMPTS, "rewrite_system", max_edits=inputs.max_edits), user)
+    system = render(PROMPTS, "rewrite_system", max_edits=inputs.max_edits)
+    return [*tidy_messages(system, user), *inputs.followup]
 
 
 def extract_skill(reply: str, prompt: str = "") -> tuple[str, bool] | None:
@@ -54,7 +55,7 @@ def reflect_rewrite(
 ) -> tuple[Patch, Reply, list[Message]]:
     messages = rewrite_messages(inputs)
     reply = optimizer.complete(messages, effort=effort, stage="reflect")
-    shown = "\n".join(m.content for m in messages)
+    shown = "\n".join(m.content for m in messages if m.role != "assistant")
     found = extract_skill(
         reply.text, shown.replace(inputs.skill.strip(), "") if inputs.skill.strip() else shown
     )
@@ -62,7 +63,7 @@ def reflect_rewrite(
     if found is not None and found[1]:  # a cut reply says nothing about the lines it did not reach
         edits = [e for e in edits if e.op != "delete"]
     failures = sum(1 for r in inputs.rollouts if not r.score.passed)
-    return Patch(minibatch, edits, failures, proposal), reply, messages
+    return Patch(minibatch, edits, failures, proposal, reply.text), reply, messages
 
 
 Analyst = Callable[[ChatModel, AnalystInputs, int, Effort | None, int], tuple[Patch, Reply, list[Message]]]

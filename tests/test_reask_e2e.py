@@ -1,55 +1,56 @@
 """`skillgrad train` against the scripted OpenAI server: the re-ask after every edit was dropped.
 
 The analyst's first reply holds only edits that cannot change the skill (a line replaced by
-itself, a rule the skill already states); the step would be lost. It is asked once more in the same
-conversation, told why each edit was dropped, and its second reply's valid rule is selected,
-validated and accepted. The extra call is counted as an optimizer call."""
+itself, a rule the skill already states); the step would be lost. It is asked once more with the
+skill shown as empty (an add-only schema), and that reply's new rule is selected, validated and
+accepted; the rule the skill already states is dropped again. The extra call is counted as an
+optimizer call."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from tests.fakes.openai_server import Request, json_reply, text
 from tests.test_analyst_e2e import SKILL, train
 from tests.test_train_e2e import GOOD_RULE, history, is_optimizer, read_json, target_answer
 
-REASK = "None of your edits can be used"
+EMPTY = "(the skill is empty)"
 DROPPABLE = [
     {"content": "Answer the question.", "op": "replace", "target": "Answer the question.", "rationale": "r"},
     {"content": "answer the  question.", "op": "add", "target": "end", "rationale": "already there"},
+]
+AFRESH = [
+    {"content": "Answer the question.", "op": "add", "target": "end", "rationale": "r"},
+    {"content": GOOD_RULE, "op": "add", "target": "end", "rationale": "r"},
 ]
 
 
 def handler(request: Request):
     if is_optimizer(request):
-        if REASK not in request.user:
-            return json_reply({"edits": DROPPABLE}, usage=(300, 40))
-        return json_reply({"edits": [{"content": GOOD_RULE, "op": "add", "target": "end", "rationale": "r"}]})
+        return json_reply({"edits": AFRESH if EMPTY in request.user else DROPPABLE}, usage=(300, 40))
     return text(target_answer(request), 20, 8)
 
 
 def test_reask_after_every_edit_was_dropped_selects_the_new_valid_edit(tmp_path: Path) -> None:
     out, analyst = train(tmp_path, handler)
-    assert len(analyst) == 2 and REASK not in analyst[0].user
-    # The re-ask continues the conversation: the first reply, then what became of each edit.
-    roles = [m["role"] for m in analyst[1].messages]
-    assert roles == ["system", "user", "assistant", "user"]
-    assert json.loads(analyst[1].messages[2]["content"])["edits"] == DROPPABLE
-    told = analyst[1].user
-    assert "replacement is identical to the target" in told and "content already present in the skill" in told
+    assert len(analyst) == 2 and EMPTY not in analyst[0].user and "Answer the question." in analyst[0].user
+    # The re-ask shows the same tasks with the skill as empty: its schema offers add at the end only.
+    assert "Answer the question." not in analyst[1].user.split("## Tasks")[0]
+    item = analyst[1].response_format["json_schema"]["schema"]["properties"]["edits"]["items"]
+    assert item["properties"]["op"]["enum"] == ["add"] and item["properties"]["target"]["enum"] == ["end", ""]
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
-    assert merged["proposed"] == 3 and merged["reasked"] == 1
+    assert merged["proposed"] == 4 and merged["reasked"] == 1
     assert [e["content"] for e in merged["selected"]] == [GOOD_RULE]
-    assert merged["dropped_counts"]["cannot apply to the current skill"] == 2
+    assert merged["dropped_counts"]["cannot apply to the current skill"] == 2  # the restated line merges
     assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is True
     assert (out / "best_skill.md").read_text(encoding="utf-8") == f"{SKILL}\n{GOOD_RULE}\n"
     reflections = out / "steps" / "0001" / "reflections"
     assert sorted(p.name for p in reflections.iterdir()) == ["mb_00.json", "mb_00_reask.json"]
     record = read_json(reflections / "mb_00_reask.json")
-    assert record["reask"] is True and [e["content"] for e in record["edits"]] == [GOOD_RULE]
-    summary = read_json(out / "summary.json")
-    assert summary["usage"]["by_role"]["optimizer"]["calls"] == 2
+    assert record["reask"] is True and [e["content"] for e in record["edits"]] == [
+        e["content"] for e in AFRESH
+    ]
+    assert read_json(out / "summary.json")["usage"]["by_role"]["optimizer"]["calls"] == 2
     assert history(out)[0]["action"] == "accepted"
 
 
@@ -65,12 +66,11 @@ def test_reask_can_be_turned_off(tmp_path: Path) -> None:
 def test_a_reask_that_drops_everything_again_is_not_repeated(tmp_path: Path) -> None:
     def stubborn(request: Request):
         if is_optimizer(request):
-            return json_reply({"edits": DROPPABLE})
+            return json_reply({"edits": [DROPPABLE[1]]})
         return text(target_answer(request), 20, 8)
 
     out, analyst = train(tmp_path, stubborn)
     assert len(analyst) == 2  # the first reply and one re-ask, no more
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
-    assert merged["reasked"] == 1 and merged["selected"] == []
-    assert merged["proposed"] == 4 and merged["merged"] == 2  # the same edits: no new support
+    assert merged["reasked"] == 1 and merged["selected"] == [] and merged["proposed"] == 2
     assert (out / "best_skill.md").read_text(encoding="utf-8") == SKILL

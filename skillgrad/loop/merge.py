@@ -32,8 +32,7 @@ class Patch:
     edits: list[Edit]
     failures: int
     proposal: int = 0  # which of the minibatch's proposals (optimizer.proposals_per_minibatch)
-    reply: str = ""  # the analyst's reply text: a re-ask continues that conversation
-    reask: bool = False  # asked again after every edit of the step was dropped (optimizer.reask_dropped)
+    reask: bool = False  # asked again, from scratch, after every edit of the step was dropped
 
 
 class UnionMerge:

@@ -75,7 +75,6 @@ class AnalystInputs:
     trace_heading: str = TRACE_HEADING
     package_chars: int = 12000  # a package's files shown in full (skill.prompt_chars)
     budget: int | None = None  # the skill's size budget (skill.max_chars), stated when set
-    followup: tuple[Message, ...] = ()  # a re-ask: the analyst's earlier reply and why it was dropped
 
 
 def trace_sections(inputs: AnalystInputs) -> list[str]:
@@ -169,8 +168,7 @@ def tidy_messages(system: str, user: str) -> list[Message]:
 def analyst_messages(inputs: AnalystInputs) -> list[Message]:
     targets = targets_section(inputs.skill, inputs.budget)
     user = render(PROMPTS, "analyst_user", targets=targets, **prompt_sections(inputs))
-    system = render(PROMPTS, "analyst_system", max_edits=inputs.max_edits)
-    return [*tidy_messages(system, user), *inputs.followup]
+    return tidy_messages(render(PROMPTS, "analyst_system", max_edits=inputs.max_edits), user)
 
 
 def parse_patch(data: dict[str, Any] | None, minibatch: int, failures: int, max_edits: int) -> Patch:
@@ -197,7 +195,7 @@ def reflect(
     reply = optimizer.complete(messages, schema=schema, effort=effort, stage="reflect")
     failures = sum(1 for r in inputs.rollouts if not r.score.passed)
     patch = parse_patch(reply.data, minibatch, failures, inputs.max_edits)
-    return replace(patch, proposal=proposal, reply=reply.text), reply, messages
+    return replace(patch, proposal=proposal), reply, messages
 
 
 def reflection_record(

@@ -1,7 +1,7 @@
 """The reflect stage as the trainer runs it: which minibatches go to the analysts, and the pool
 that asks them side by side (bounded by the calls in flight of every stage together), each
 reflection persisted and paid for; when selection drops every proposed edit, the re-ask
-(`optimizer.reask_dropped`, see `reask`). The prompts and the reply's patch are `reflect`'s."""
+(`optimizer.reask_dropped`, `Reflection.reask`). The prompts and the reply's patch are `reflect`'s."""
 
 from __future__ import annotations
 
@@ -16,16 +16,16 @@ from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
-from skillgrad.loop.reask import reask_followup, should_reask
 from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
 from skillgrad.loop.rewrite import Analyst
 from skillgrad.loop.selection import Selection
 from skillgrad.loop.stages import Roles, TrainingFailed
 from skillgrad.loop.state import TrainState
+from skillgrad.package.model import as_package
 from skillgrad.run_folder import RunDir
 from skillgrad.skill import Edit
 from skillgrad.traces.steps import TraceCaps
-from skillgrad.values import Message, Rollout, Task
+from skillgrad.values import Rollout, Task
 
 Work = tuple[int, list[Rollout], int]  # (minibatch index, its rollouts, proposal number)
 
@@ -72,7 +72,7 @@ class Reflection:
         """One patch per reflection that answered; TrainingFailed when none of them did."""
         work = reflection_work(rollouts, self.cfg.train.minibatch_size, len(self.chats))
         self.events.emit("stage_start", stage="reflect", step=step, epoch=epoch, total=len(work))
-        outcomes = self._pool(step, state, lr, [(*item, ()) for item in work])
+        outcomes = self._pool(step, state, lr, [(*item, False) for item in work])
         errors = [o for o in outcomes if isinstance(o, Exception)]
         if work and len(errors) == len(work):
             raise TrainingFailed(f"every reflection of step {step} failed; last error: {errors[-1]}")
@@ -80,56 +80,35 @@ class Reflection:
         return [o for o in outcomes if isinstance(o, Patch)]
 
     def reask(
-        self,
-        step: int,
-        state: TrainState,
-        rollouts: list[Rollout],
-        lr: int,
-        patches: list[Patch],
-        chosen: Selection,
+        self, step: int, state: TrainState, rollouts: list[Rollout], lr: int, patches: list[Patch]
     ) -> list[Patch]:
-        """Each patch with edits asked for again, its analyst told why they were all dropped; the
-        new patches (marked `reask`) of the re-asks that answered. A failed re-ask costs the step
-        nothing more: the step goes on without it."""
+        """The analysts of `patches` that proposed edits, asked once more with the skill shown as
+        empty (marked `reask`): they write the rules these failures need from scratch instead of
+        restating the skill's lines (the 1.5B analyst on housestyle replaced each line by itself,
+        and did again when told why, at any temperature); a rule the skill already states is then
+        dropped by selection, the others can apply. A failed re-ask costs the step nothing more."""
         minibatches = {i: mb for i, mb, _ in reflection_work(rollouts, self.cfg.train.minibatch_size, 1)}
-        opt = self.cfg.optimizer
-        work = [
-            (
-                p.minibatch,
-                minibatches[p.minibatch],
-                p.proposal,
-                reask_followup(p, chosen, opt.edit_mode, self._max_edits(lr)),
-            )
-            for p in patches
-            if p.edits and p.minibatch in minibatches
-        ]
+        work = [(p.minibatch, minibatches[p.minibatch], p.proposal, True) for p in patches if p.edits]
         self.events.emit(
             "message",
-            text=f"step {step}: every proposed edit was dropped; asking {len(work)} analyst(s) again",
+            text=f"step {step}: every proposed edit was dropped; asking {len(work)} analyst(s) afresh",
         )
         outcomes = self._pool(step, state, lr, work)
         return [o for o in outcomes if isinstance(o, Patch)]
 
     def _pool(
-        self,
-        step: int,
-        state: TrainState,
-        lr: int,
-        work: list[tuple[int, list[Rollout], int, tuple[Message, ...]]],
+        self, step: int, state: TrainState, lr: int, work: list[tuple[int, list[Rollout], int, bool]]
     ) -> list[Patch | Exception]:
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
         with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
             return list(pool.map(lambda item: self._one(step, state.current_text, rejected, lr, *item), work))
-
-    def _max_edits(self, lr: int) -> int:
-        return max(lr, self.cfg.optimizer.max_proposed_edits)
 
     def _inputs(self, skill: str, minibatch: list[Rollout], rejected: list[Edit], lr: int) -> AnalystInputs:
         return AnalystInputs(
             skill,
             minibatch,
             rejected,
-            self._max_edits(lr),
+            max(lr, self.cfg.optimizer.max_proposed_edits),
             self.include_traces,
             self.caps,
             self.cfg.trace.prompt_chars,
@@ -147,16 +126,15 @@ class Reflection:
         index: int,
         minibatch: list[Rollout],
         proposal: int,
-        followup: tuple[Message, ...],
+        reask: bool,
     ) -> Patch | Exception:
-        """One analyst call (a re-ask when `followup` continues an earlier one); a failed one is
-        recorded and returned (the others may still answer), except a refused key or quota,
-        which stops the run."""
-        name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "") + ("_reask" if followup else "")
+        """One analyst call (a re-ask shows the skill as empty); a failed one is recorded and
+        returned (the others may still answer), except a refused key or quota, which stops the run."""
+        name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "") + ("_reask" if reask else "")
         record_path = self.run.reflection_path(step, name)
         with self.slots:
             self.accounting.reserve()
-            inputs = replace(self._inputs(skill, minibatch, rejected, lr), followup=followup)
+            inputs = self._inputs("" if reask else skill, minibatch, rejected, lr)
             try:
                 patch, reply, messages = self.analyst(
                     self.chats[proposal], inputs, index, self.cfg.model.effort_for("optimizer"), proposal
@@ -169,7 +147,7 @@ class Reflection:
                 self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
                 return exc
             self.accounting.record("optimizer", "reflect", reply.usage, reply.saved)
-        patch = replace(patch, reask=bool(followup))
+        patch = replace(patch, reask=reask)
         self.run.write_json(record_path, reflection_record(index, minibatch, messages, reply, patch))
         return patch
 
@@ -183,14 +161,22 @@ def propose_and_select(
     lr: int,
 ) -> tuple[Selection, int]:
     """The step's analysts asked and their edits selected (merged_patch.json). When every
-    proposed edit was dropped, the analysts are asked once more (`optimizer.reask_dropped`) and
-    selection runs over the proposals of both rounds."""
+    proposed edit was dropped, the analysts are asked once more (`optimizer.reask_dropped`,
+    `Reflection.reask`) and selection runs over the proposals of both rounds."""
     step, epoch, batch = plan_step
     patches = reflection.reflect(step, epoch, state, train, lr)
     failed = [r.result.answer for r in train if not r.score.passed]
     chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed)
-    if reflection.cfg.optimizer.reask_dropped and should_reask(patches, chosen):
-        more = reflection.reask(step, state, train, lr, patches, chosen)
+    if reflection.cfg.optimizer.reask_dropped and should_reask(state.current_text, patches, chosen):
+        more = reflection.reask(step, state, train, lr, patches)
         if more:
             chosen, max_chars = candidates.select(state, step, batch, [*patches, *more], lr, failed)
     return chosen, max_chars
+
+
+def should_reask(skill: str, patches: list[Patch], chosen: Selection) -> bool:
+    """True when the analysts proposed edits and none was selected, on a single-file skill that is
+    not empty (from scratch, an empty skill's prompt is the one just answered), once per step."""
+    if not skill.strip() or as_package(skill) is not None or any(p.reask for p in patches):
+        return False
+    return any(p.edits for p in patches) and not chosen.selected

@@ -25,8 +25,7 @@ def rewrite_messages(inputs: AnalystInputs) -> list[Message]:
     # An empty skill is shown as an empty block: a placeholder sentence would be copied back.
     sections = {**prompt_sections(inputs), "skill": inputs.skill.strip()}
     user = render(PROMPTS, "rewrite_user", **sections)
-    system = render(PROMPTS, "rewrite_system", max_edits=inputs.max_edits)
-    return [*tidy_messages(system, user), *inputs.followup]
+    return tidy_messages(render(PROMPTS, "rewrite_system", max_edits=inputs.max_edits), user)
 
 
 def extract_skill(reply: str, prompt: str = "") -> tuple[str, bool] | None:
@@ -55,7 +54,7 @@ def reflect_rewrite(
 ) -> tuple[Patch, Reply, list[Message]]:
     messages = rewrite_messages(inputs)
     reply = optimizer.complete(messages, effort=effort, stage="reflect")
-    shown = "\n".join(m.content for m in messages if m.role != "assistant")
+    shown = "\n".join(m.content for m in messages)
     found = extract_skill(
         reply.text, shown.replace(inputs.skill.strip(), "") if inputs.skill.strip() else shown
     )
@@ -63,7 +62,7 @@ def reflect_rewrite(
     if found is not None and found[1]:  # a cut reply says nothing about the lines it did not reach
         edits = [e for e in edits if e.op != "delete"]
     failures = sum(1 for r in inputs.rollouts if not r.score.passed)
-    return Patch(minibatch, edits, failures, proposal, reply.text), reply, messages
+    return Patch(minibatch, edits, failures, proposal), reply, messages
 
 
 Analyst = Callable[[ChatModel, AnalystInputs, int, Effort | None, int], tuple[Patch, Reply, list[Message]]]

@@ -20,7 +20,7 @@ val, the baseline included; analyst; merge; rank), and rounds are observed there
 systems the same way: the longest chain of calls each of which started after the previous one
 ended (skillgrad's own `summary.json` `rounds` is the same measure, taken in the client).
 
-Variants (skillgrad config on top of the configuration): `default` (racing in 2 waves, overlap),
+Variants (skillgrad config on top of the configuration): `default` (racing, at most 2 waves, overlap),
 `full` (one-wave validation), `sequential` (train.overlap=false), `full-sequential` (the order of
 the previous release: one wave, no overlap). `--skillopt` (with `--skillopt-src`, see
 bench/skillopt_side.py) trains SkillOpt 0.2.0 on the same server for every latency and seed and

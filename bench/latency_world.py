@@ -204,6 +204,9 @@ class _Server(ThreadingHTTPServer):
 def serve(world: Scripted) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes; with Nagle's algorithm on, the body waits for the
+        # client's delayed ACK (~40 ms) on a kept-alive connection. API servers send at once.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
             pass

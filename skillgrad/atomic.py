@@ -99,9 +99,10 @@ def _repair_tail(path: Path) -> None:
         os.fsync(handle.fileno())
 
 
-def append_jsonl(path: Path, obj: Any) -> None:
-    """Append one JSON line and fsync it. A torn tail left by an earlier crash is cut first, so the
-    new line never glues onto half a line. Call from one thread per file (the trainer)."""
+def append_jsonl(path: Path, obj: Any, *, fsync: bool = True) -> None:
+    """Append one JSON line and fsync it (or leave that to `fsync_file`). A torn tail left by an
+    earlier crash is cut first, so the new line never glues onto half a line. Call from one
+    thread per file at a time."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     line = clean_text(json.dumps(obj, ensure_ascii=False, allow_nan=False)) + "\n"
@@ -110,7 +111,17 @@ def append_jsonl(path: Path, obj: Any) -> None:
     with open(path, "ab") as handle:
         handle.write(line.encode("utf-8"))  # one write: a crash tears at most this line
         handle.flush()
-        os.fsync(handle.fileno())
+        if fsync:
+            os.fsync(handle.fileno())
+
+
+def fsync_file(path: Path) -> None:
+    """Flush what was written to `path` to the disk (any descriptor of the file will do)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | None:

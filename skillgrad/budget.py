@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillgrad.atomic import append_jsonl, read_jsonl_repairing
+from skillgrad.atomic import append_jsonl, fsync_file, read_jsonl_repairing
 from skillgrad.config import BudgetConfig
 from skillgrad.values import Usage
 
@@ -101,8 +101,11 @@ class PaidJournal:
             return
         with self._lock:
             lines = self._count()
-            append_jsonl(self.path, {"role": role, "stage": stage, "usage": usage.to_json()})
+            append_jsonl(self.path, {"role": role, "stage": stage, "usage": usage.to_json()}, fsync=False)
             self._lines = lines + 1
+        # Outside the lock: calls that return together share the disk's flushes instead of
+        # queueing one fsync each (a killed process loses nothing written; this is for power loss).
+        fsync_file(self.path)
 
     def _count(self) -> int:
         if self._lines is None:

@@ -171,8 +171,9 @@ def test_other_4xx_is_backend_error(server: ScriptedOpenAI) -> None:
     assert len(server.requests) == 1
 
 
-def test_malformed_body_is_backend_error(server: ScriptedOpenAI) -> None:
-    server.handler = lambda request: malformed()
+@pytest.mark.parametrize("body", ['{"choices": [ this is not json', "[1, 2]", '"a string"', "plain text"])
+def test_malformed_body_is_backend_error(server: ScriptedOpenAI, body: str) -> None:
+    server.handler = lambda request: malformed(body)
     with pytest.raises(BackendError, match="malformed response"):
         chat(server, max_retries=0).complete(MESSAGES, stage="rollout")
 
@@ -254,6 +255,13 @@ def test_pure_mapping() -> None:
     assert text == "" and usage.calls == 1 and usage.cost_usd is None
     with pytest.raises(ValueError):
         openai_compat.parse_completion({"foo": 1}, "m")
+    # The body arrives as the server sent it: usage values that are not counts count as 0.
+    for usage_value in ([1, 2], "12", {"prompt_tokens": "7", "completion_tokens": float("inf")}, None):
+        body = {"choices": [{"message": {"content": "x"}}], "usage": usage_value}
+        assert openai_compat.parse_completion(body, "m")[1].total_tokens == 0
+    counts = {"prompt_tokens": 7, "completion_tokens": 2.0}
+    body = {"choices": [{"message": {"content": "x"}}], "usage": counts}
+    assert openai_compat.parse_completion(body, "m")[1].total_tokens == 9
     assert one_line(f"bad key {SECRET}\n  here", SECRET) == "bad key *** here"
 
 

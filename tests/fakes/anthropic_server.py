@@ -207,6 +207,7 @@ _ERROR_TYPES = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes (see local_http.JsonHandler)
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base-class signature
@@ -281,6 +282,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256  # the default (5) drops connections when many calls start at once
 
     def __init__(self, handler: Handler) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

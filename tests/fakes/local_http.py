@@ -13,11 +13,16 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog (5) drops connections when many calls start at once.
+    request_queue_size = 256
+
+
 class LocalServer:
     """`handler_class` served on 127.0.0.1 until `stop()`."""
 
     def __init__(self, handler_class: type[BaseHTTPRequestHandler], name: str) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler_class)
+        self.httpd = _Server(("127.0.0.1", 0), handler_class)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, name=name, daemon=True
@@ -38,6 +43,9 @@ class JsonHandler(BaseHTTPRequestHandler):
     """Silent, HTTP/1.1, with helpers to route, read a JSON object and send a body."""
 
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: with Nagle's algorithm the body would wait for the
+    # client's delayed ACK (~40 ms per reply on a kept-alive connection).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass

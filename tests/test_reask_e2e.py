@@ -74,3 +74,18 @@ def test_a_reask_that_drops_everything_again_is_not_repeated(tmp_path: Path) -> 
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     assert merged["reasked"] == 1 and merged["selected"] == [] and merged["proposed"] == 2
     assert (out / "best_skill.md").read_text(encoding="utf-8") == SKILL
+
+
+def test_rewrite_mode_reasks_from_the_empty_skill(tmp_path: Path) -> None:
+    def rewriter(request: Request):
+        if is_optimizer(request):
+            if "<skill>\n\n</skill>" in request.user:  # the re-ask: the skill shown as empty
+                return text(f"<skill>\n{GOOD_RULE}\n</skill>")
+            return text(f"<skill>\n{SKILL}answer the  question.\n</skill>")  # restates a line: dropped
+        return text(target_answer(request), 20, 8)
+
+    out, analyst = train(tmp_path, rewriter, "optimizer.edit_mode=rewrite")
+    assert len(analyst) == 2
+    merged = read_json(out / "steps" / "0001" / "merged_patch.json")
+    assert merged["reasked"] == 1 and [e["content"] for e in merged["selected"]] == [GOOD_RULE]
+    assert GOOD_RULE in (out / "best_skill.md").read_text(encoding="utf-8")

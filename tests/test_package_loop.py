@@ -114,6 +114,15 @@ def test_short_shared_phrases_are_not_copies() -> None:
     assert TaskCopyGuard([TASK], 10)(Edit("add", "end", "Print the label code.")) is None
 
 
+def test_a_short_question_restated_whole_is_a_copy() -> None:
+    """Seen from the 1.5B analyst on housestyle: the tasks' questions added as rules."""
+    short = Task("inv-3", "When was the invoice issued?", "It was issued on March 5, 2021.", ("2021-03-05",))
+    guard = TaskCopyGuard([TASK, short], 10)
+    assert guard(Edit("add", "end", "when was the invoice issued")) == "inv-3"
+    assert guard(Edit("add", "end", "It was issued on March 5, 2021.")) == "inv-3"
+    assert guard(Edit("add", "end", "Say when the invoice was issued.")) is None
+
+
 # -- analyst prompt and schema ------------------------------------------------------------------
 
 

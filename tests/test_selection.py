@@ -77,6 +77,9 @@ def test_edit_copied_from_a_prompt_template_is_dropped():
     # seen from the 135M analyst: the empty-skill heading with its quote marks swapped
     requoted = Edit("add", "end", "The skill is empty: the only edit is 'add' with target 'end'")
     assert echo(requoted) and echo(Edit("add", "end", "One rule per edit. Short, `concrete`, checkable."))
+    # the analyst prompt's one example edit, from a domain no task comes from, verbatim or cut short
+    chess = Edit("add", "end", "Write chess moves in short algebraic notation, e.g. Nf3 or exd5.")
+    assert echo(chess) and echo(Edit("add", "end", "write chess moves in short algebraic notation"))
     assert not echo(DATES) and not echo(NAMES) and not echo(Edit("delete", "Answer briefly."))
     assert not echo(Edit("add", "end", "YES"))  # short text that a template may hold by chance
     chosen = select_valid(ranked(placeholder, DATES), SKILL, 1, rejected=[], copied=echo)

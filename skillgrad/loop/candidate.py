@@ -68,6 +68,7 @@ class Candidates:
                 "step": step,
                 "learning_rate": lr,
                 "proposed": sum(len(p.edits) for p in patches),
+                "reasked": sum(1 for p in patches if p.reask),
                 "merged": len(ranked),
                 "dropped_counts": chosen.counts(),
                 "selected": [m.to_json() for m in chosen.selected],

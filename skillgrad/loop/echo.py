@@ -1,9 +1,10 @@
 """Edits the analyst copied from its own prompt templates instead of deriving from the tasks.
 
 Weak optimizers copy whatever concrete text the prompt shows (issue 11: 19 of 41 proposals were
-the prompt's examples verbatim). The templates now show placeholders only, and anything an edit
-would bring in that is a line or a quoted span of a template, or a long stretch of one, is
-dropped before selection, so a copied edit never costs a validation run. The step's failed answers
+the prompt's examples verbatim). The templates now show placeholders and one edit from a domain
+no packaged benchmark comes from (chess moves, to teach the shape), and anything an edit would
+bring in that is a line or a quoted span of a template, or a long stretch of one, is dropped
+before selection, so a copied edit never costs a validation run. The step's failed answers
 count as prompt text too (`with_failed_answers`): a small analyst copies the wrong answer it was
 shown, and a rule that restates a wrong answer can only teach the mistake.
 """

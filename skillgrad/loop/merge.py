@@ -32,6 +32,7 @@ class Patch:
     edits: list[Edit]
     failures: int
     proposal: int = 0  # which of the minibatch's proposals (optimizer.proposals_per_minibatch)
+    reask: bool = False  # asked again, from scratch, after every edit of the step was dropped
 
 
 class UnionMerge:

@@ -205,6 +205,7 @@ def reflection_record(
     return {
         "minibatch": index,
         "proposal": patch.proposal,
+        "reask": patch.reask,
         "tasks": [r.task.id for r in minibatch],
         "prompt": [{"role": m.role, "content": m.content} for m in messages],
         "reply": reply.text,

@@ -1,26 +1,31 @@
 """The reflect stage as the trainer runs it: which minibatches go to the analysts, and the pool
 that asks them side by side (bounded by the calls in flight of every stage together), each
-reflection persisted and paid for. The prompts and the reply's patch are `reflect`'s."""
+reflection persisted and paid for; when selection drops every proposed edit, the re-ask
+(`optimizer.reask_dropped`, `Reflection.reask`). The prompts and the reply's patch are `reflect`'s."""
 
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from skillgrad.backends.base import ChatModel
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
 from skillgrad.loop.accounting import Accounting
+from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
 from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
 from skillgrad.loop.rewrite import Analyst
+from skillgrad.loop.selection import Selection
 from skillgrad.loop.stages import Roles, TrainingFailed
 from skillgrad.loop.state import TrainState
+from skillgrad.package.model import as_package
 from skillgrad.run_folder import RunDir
 from skillgrad.skill import Edit
 from skillgrad.traces.steps import TraceCaps
-from skillgrad.values import Rollout
+from skillgrad.values import Rollout, Task
 
 Work = tuple[int, list[Rollout], int]  # (minibatch index, its rollouts, proposal number)
 
@@ -67,24 +72,43 @@ class Reflection:
         """One patch per reflection that answered; TrainingFailed when none of them did."""
         work = reflection_work(rollouts, self.cfg.train.minibatch_size, len(self.chats))
         self.events.emit("stage_start", stage="reflect", step=step, epoch=epoch, total=len(work))
-        rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
-        with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
-            outcomes = list(
-                pool.map(lambda item: self._one(step, state.current_text, rejected, lr, *item), work)
-            )
+        outcomes = self._pool(step, state, lr, [(*item, False) for item in work])
         errors = [o for o in outcomes if isinstance(o, Exception)]
         if work and len(errors) == len(work):
             raise TrainingFailed(f"every reflection of step {step} failed; last error: {errors[-1]}")
         self.events.emit("stage_end", stage="reflect", step=step, mean_score=None)
         return [o for o in outcomes if isinstance(o, Patch)]
 
+    def reask(
+        self, step: int, state: TrainState, rollouts: list[Rollout], lr: int, patches: list[Patch]
+    ) -> list[Patch]:
+        """The analysts of `patches` that proposed edits, asked once more with the skill shown as
+        empty (marked `reask`): they write the rules these failures need from scratch instead of
+        restating the skill's lines (the 1.5B analyst on housestyle replaced each line by itself,
+        and did again when told why, at any temperature); a rule the skill already states is then
+        dropped by selection, the others can apply. A failed re-ask costs the step nothing more."""
+        minibatches = {i: mb for i, mb, _ in reflection_work(rollouts, self.cfg.train.minibatch_size, 1)}
+        work = [(p.minibatch, minibatches[p.minibatch], p.proposal, True) for p in patches if p.edits]
+        self.events.emit(
+            "message",
+            text=f"step {step}: every proposed edit was dropped; asking {len(work)} analyst(s) afresh",
+        )
+        outcomes = self._pool(step, state, lr, work)
+        return [o for o in outcomes if isinstance(o, Patch)]
+
+    def _pool(
+        self, step: int, state: TrainState, lr: int, work: list[tuple[int, list[Rollout], int, bool]]
+    ) -> list[Patch | Exception]:
+        rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
+        with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
+            return list(pool.map(lambda item: self._one(step, state.current_text, rejected, lr, *item), work))
+
     def _inputs(self, skill: str, minibatch: list[Rollout], rejected: list[Edit], lr: int) -> AnalystInputs:
-        opt = self.cfg.optimizer
         return AnalystInputs(
             skill,
             minibatch,
             rejected,
-            max(lr, opt.max_proposed_edits),
+            max(lr, self.cfg.optimizer.max_proposed_edits),
             self.include_traces,
             self.caps,
             self.cfg.trace.prompt_chars,
@@ -102,14 +126,15 @@ class Reflection:
         index: int,
         minibatch: list[Rollout],
         proposal: int,
+        reask: bool,
     ) -> Patch | Exception:
-        """One analyst call; a failed one is recorded and returned (the others may still answer),
-        except a refused key or quota, which stops the run."""
-        name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "")
+        """One analyst call (a re-ask shows the skill as empty); a failed one is recorded and
+        returned (the others may still answer), except a refused key or quota, which stops the run."""
+        name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "") + ("_reask" if reask else "")
         record_path = self.run.reflection_path(step, name)
         with self.slots:
             self.accounting.reserve()
-            inputs = self._inputs(skill, minibatch, rejected, lr)
+            inputs = self._inputs("" if reask else skill, minibatch, rejected, lr)
             try:
                 patch, reply, messages = self.analyst(
                     self.chats[proposal], inputs, index, self.cfg.model.effort_for("optimizer"), proposal
@@ -122,5 +147,36 @@ class Reflection:
                 self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
                 return exc
             self.accounting.record("optimizer", "reflect", reply.usage, reply.saved)
+        patch = replace(patch, reask=reask)
         self.run.write_json(record_path, reflection_record(index, minibatch, messages, reply, patch))
         return patch
+
+
+def propose_and_select(
+    reflection: Reflection,
+    candidates: Candidates,
+    state: TrainState,
+    plan_step: tuple[int, int | None, list[Task]],
+    train: list[Rollout],
+    lr: int,
+) -> tuple[Selection, int]:
+    """The step's analysts asked and their edits selected (merged_patch.json). When every
+    proposed edit was dropped, the analysts are asked once more (`optimizer.reask_dropped`,
+    `Reflection.reask`) and selection runs over the proposals of both rounds."""
+    step, epoch, batch = plan_step
+    patches = reflection.reflect(step, epoch, state, train, lr)
+    failed = [r.result.answer for r in train if not r.score.passed]
+    chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed)
+    if reflection.cfg.optimizer.reask_dropped and should_reask(state.current_text, patches, chosen):
+        more = reflection.reask(step, state, train, lr, patches)
+        if more:
+            chosen, max_chars = candidates.select(state, step, batch, [*patches, *more], lr, failed)
+    return chosen, max_chars
+
+
+def should_reask(skill: str, patches: list[Patch], chosen: Selection) -> bool:
+    """True when the analysts proposed edits and none was selected, on a single-file skill that is
+    not empty (from scratch, an empty skill's prompt is the one just answered), once per step."""
+    if not skill.strip() or as_package(skill) is not None or any(p.reask for p in patches):
+        return False
+    return any(p.edits for p in patches) and not chosen.selected

@@ -2,8 +2,10 @@
 
 A skill that holds the tasks' answers scores well on those tasks and teaches nothing (and leaks
 the benchmark into the artifact). An edit is a copy when it shares a run of `ngram` consecutive
-words with a field of one of the tasks the analyst was shown; such an edit is dropped before
-selection as "copies task text" (unless `optimizer.allow_task_text`)."""
+words with a field of one of the tasks the analyst was shown, or when its words are the whole of
+such a field (a question shorter than `ngram` words, restated as a "rule": seen from the 1.5B
+analyst); such an edit is dropped before selection as "copies task text" (unless
+`optimizer.allow_task_text`)."""
 
 from __future__ import annotations
 
@@ -30,14 +32,19 @@ class TaskCopyGuard:
     def __init__(self, tasks: Iterable[Task], ngram: int) -> None:
         self.ngram = ngram
         self.grams: list[tuple[str, set[tuple[str, ...]]]] = []
+        self.whole: dict[tuple[str, ...], str] = {}  # a field's words -> the first task with it
         for task in tasks:
-            fields = [task.question, task.context or "", *task.answers]
-            grams = set().union(*(_grams(_words(text), ngram) for text in fields))
+            fields = [_words(text) for text in (task.question, task.context or "", *task.answers)]
+            grams = set().union(*(_grams(words, ngram) for words in fields))
             if grams:
                 self.grams.append((task.id, grams))
+            for words in fields:
+                self.whole.setdefault(tuple(words), task.id)
 
     def __call__(self, edit: Edit) -> str | None:
         words = _words(edit.content)
+        if words and tuple(words) in self.whole:
+            return self.whole[tuple(words)]
         if len(words) < self.ngram:
             return None
         mine = _grams(words, self.ngram)

@@ -27,7 +27,7 @@ from skillgrad.loop.events import Events
 from skillgrad.loop.gate import mean_of
 from skillgrad.loop.plan import Plan, Splits, make_plan, steps_per_epoch
 from skillgrad.loop.records import GateRecord, StepEnd, StepRecord
-from skillgrad.loop.reflection import Reflection
+from skillgrad.loop.reflection import Reflection, propose_and_select
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import Roles, RolloutRunner, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
@@ -112,9 +112,9 @@ class Trainer:
             step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
         )
         train = self.train_batch(state, step, batch)
-        patches = self.reflection.reflect(step, epoch, state, train, lr)
-        failed = [r.result.answer for r in train if not r.score.passed]
-        chosen, max_chars = self.candidates.select(state, step, batch, patches, lr, failed)
+        chosen, max_chars = propose_and_select(
+            self.reflection, self.candidates, state, plan[index], train, lr
+        )
         candidate, outcomes, blocked = self.candidates.build(state, step, chosen, max_chars)
         started = StepRecord(
             step=step,

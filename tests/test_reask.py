@@ -1,0 +1,30 @@
+"""When the re-ask happens: edits proposed, none selected, a non-empty single-file skill, once."""
+
+from skillgrad.loop.merge import MergedEdit, Patch
+from skillgrad.loop.reflection import should_reask
+from skillgrad.loop.selection import INAPPLICABLE, Dropped, Selection
+from skillgrad.package.model import SkillPackage
+from skillgrad.skill import Edit
+
+SKILL = "# Skill\n\nAnswer briefly.\n"
+SAME = Edit("replace", "Answer briefly.", "Answer briefly.")
+DATES = Edit("add", "end", "Write dates as YYYY-MM-DD, e.g. 2021-03-05.")
+DROPPED = Selection(
+    dropped=[Dropped(MergedEdit(SAME), INAPPLICABLE, "replacement is identical to the target")]
+)
+
+
+def test_reask_when_edits_were_proposed_and_every_one_was_dropped():
+    assert should_reask(SKILL, [Patch(0, [SAME], 1)], DROPPED)
+
+
+def test_no_reask_when_something_was_selected_or_nothing_proposed():
+    assert not should_reask(SKILL, [Patch(0, [SAME, DATES], 1)], Selection(selected=[MergedEdit(DATES)]))
+    assert not should_reask(SKILL, [Patch(0, [], 1)], Selection())  # "nothing should change" is an answer
+
+
+def test_no_second_reask_and_none_where_from_scratch_is_the_same_prompt_or_no_view():
+    assert not should_reask(SKILL, [Patch(0, [SAME], 1), Patch(0, [SAME], 1, reask=True)], DROPPED)
+    assert not should_reask("", [Patch(0, [SAME], 1)], DROPPED)  # an empty skill's prompt was just answered
+    package = SkillPackage({"SKILL.md": "---\nname: s\ndescription: d\n---\nBody.\n", "ref.md": "R\n"})
+    assert not should_reask(package.encode(), [Patch(0, [SAME], 1)], DROPPED)

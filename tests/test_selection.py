@@ -86,6 +86,20 @@ def test_edit_copied_from_a_prompt_template_is_dropped():
     assert [m.edit for m in chosen.selected] == [DATES] and chosen.counts()[COPIED] == 1
 
 
+def test_the_example_edit_is_shown_only_when_shape_example_is_on():
+    from skillgrad.loop.reflect import AnalystInputs, analyst_messages
+    from skillgrad.traces.steps import TraceCaps
+
+    def system(on: bool) -> str:
+        return analyst_messages(AnalystInputs("", [], [], 2, False, TraceCaps(), shape_example=on))[0].content
+
+    assert "Nf3" in system(True) and "chess" in system(True)
+    assert "Nf3" not in system(False) and "chess" not in system(False)
+    assert system(False).rstrip().endswith('{"edits": [ ... ]}')
+    # a copy of it is dropped either way: the filter reads every template
+    assert PromptEcho.of_templates()(Edit("add", "end", "write chess moves in short algebraic notation"))
+
+
 def test_prompt_templates_carry_no_concrete_rule_to_copy():
     """The issue-11 examples that weak optimizers copied verbatim are gone from every template."""
     text = "\n".join(template_texts())

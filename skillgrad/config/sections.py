@@ -182,6 +182,9 @@ class OptimizerConfig(_Section):
     edit_mode: Literal["patch", "rewrite"] = "patch"  # edits as JSON, or a revised skill diffed into edits
     proposals_per_minibatch: int = Field(1, ge=1, le=16)  # analyst replies per minibatch (support counts)
     proposal_temperature: float = Field(0.8, ge=0.0, le=2.0)  # sampling of the proposals after the first
+    # the analyst prompt shows one edit from another domain (chess) to teach the shape; a model
+    # too small to write rules copies its wording instead (off in configs/quickstart.yaml)
+    shape_example: bool = True
     reask_dropped: bool = True  # every proposed edit dropped: ask once more, the skill shown as empty
     max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
     allow_task_text: bool = False  # keep edits that copy a task's question, context or answer

@@ -75,6 +75,7 @@ class AnalystInputs:
     trace_heading: str = TRACE_HEADING
     package_chars: int = 12000  # a package's files shown in full (skill.prompt_chars)
     budget: int | None = None  # the skill's size budget (skill.max_chars), stated when set
+    shape_example: bool = True  # show the one edit from another domain (optimizer.shape_example)
 
 
 def trace_sections(inputs: AnalystInputs) -> list[str]:
@@ -168,7 +169,8 @@ def tidy_messages(system: str, user: str) -> list[Message]:
 def analyst_messages(inputs: AnalystInputs) -> list[Message]:
     targets = targets_section(inputs.skill, inputs.budget)
     user = render(PROMPTS, "analyst_user", targets=targets, **prompt_sections(inputs))
-    return tidy_messages(render(PROMPTS, "analyst_system", max_edits=inputs.max_edits), user)
+    example = render(PROMPTS, "analyst_example") if inputs.shape_example else ""
+    return tidy_messages(render(PROMPTS, "analyst_system", max_edits=inputs.max_edits, example=example), user)
 
 
 def parse_patch(data: dict[str, Any] | None, minibatch: int, failures: int, max_edits: int) -> Patch:

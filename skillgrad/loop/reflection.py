@@ -115,6 +115,7 @@ class Reflection:
             self.trace_heading,
             package_chars=self.cfg.skill.prompt_chars,
             budget=self.cfg.skill.max_chars,
+            shape_example=self.cfg.optimizer.shape_example,
         )
 
     def _one(

@@ -79,7 +79,13 @@ def analyst_prompt_chars(cfg: Config, skill: str, tasks: list[Task], a: Assumpti
     rollouts = [Rollout(t, AgentResult(answer), Score(0.0, False, "f" * a.feedback_chars)) for t in tasks]
     o = cfg.optimizer
     inputs = AnalystInputs(
-        skill, rollouts, [], max(o.learning_rate, o.max_proposed_edits), False, TraceCaps()
+        skill,
+        rollouts,
+        [],
+        max(o.learning_rate, o.max_proposed_edits),
+        False,
+        TraceCaps(),
+        shape_example=o.shape_example,
     )
     messages = rewrite_messages(inputs) if o.edit_mode == "rewrite" else analyst_messages(inputs)
     return sum(len(m.content) for m in messages) + trace_chars

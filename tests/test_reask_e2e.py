@@ -8,6 +8,7 @@ optimizer call."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.fakes.openai_server import Request, json_reply, text
@@ -65,14 +66,20 @@ def test_reask_can_be_turned_off(tmp_path: Path) -> None:
 
 def test_a_reask_that_drops_everything_again_is_not_repeated(tmp_path: Path) -> None:
     def stubborn(request: Request):
-        if is_optimizer(request):
-            return json_reply({"edits": [DROPPABLE[1]]})
+        if is_optimizer(request):  # a restated line and one of the shown tasks' questions, both times
+            question = re.search(r"What is the capital of [^?]+\?", request.user)
+            assert question is not None
+            copy = {"content": question.group(0), "op": "add", "target": "end", "rationale": "r"}
+            return json_reply({"edits": [DROPPABLE[1], copy]})
         return text(target_answer(request), 20, 8)
 
     out, analyst = train(tmp_path, stubborn)
     assert len(analyst) == 2  # the first reply and one re-ask, no more
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
-    assert merged["reasked"] == 1 and merged["selected"] == [] and merged["proposed"] == 2
+    assert merged["reasked"] == 1 and merged["selected"] == [] and merged["proposed"] == 4
+    assert merged["dropped_counts"]["copies task text"] == 1
+    # The step's selection ran twice (before and after the re-ask); its one copy is counted once.
+    assert read_json(out / "summary.json")["task_text_copies"] == 1
     assert (out / "best_skill.md").read_text(encoding="utf-8") == SKILL
 
 

@@ -5,8 +5,10 @@ import re
 
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.merge import MergedEdit, Patch, UnionMerge
+from skillgrad.loop.reflect import AnalystInputs, analyst_messages
 from skillgrad.loop.selection import CLIPPED, COPIED, INAPPLICABLE, REJECTED, SupportRank, select_valid
 from skillgrad.skill import Edit
+from skillgrad.traces.steps import TraceCaps
 
 SKILL = "# Skill\n\nAnswer briefly.\n"
 TAGS = {"<skill>", "</skill>", "<!-- protected -->", "<!-- /protected -->"}
@@ -87,9 +89,6 @@ def test_edit_copied_from_a_prompt_template_is_dropped():
 
 
 def test_the_example_edit_is_shown_only_when_shape_example_is_on():
-    from skillgrad.loop.reflect import AnalystInputs, analyst_messages
-    from skillgrad.traces.steps import TraceCaps
-
     def system(on: bool) -> str:
         return analyst_messages(AnalystInputs("", [], [], 2, False, TraceCaps(), shape_example=on))[0].content
 

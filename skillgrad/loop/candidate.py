@@ -11,7 +11,7 @@ from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
-from skillgrad.loop.selection import COPIES_TASK, Selection, select_valid
+from skillgrad.loop.selection import Selection, select_valid
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Merger, Ranker
 from skillgrad.loop.taskcopy import TaskCopyGuard
@@ -47,7 +47,8 @@ class Candidates:
         failed_answers: list[str] | None = None,
     ) -> tuple[Selection, int]:
         """Merge, rank and select the step's edits (merged_patch.json); also the per-edit limit.
-        An edit that restates one of the step's `failed_answers` counts as copied from the prompt."""
+        An edit that restates one of the step's `failed_answers` counts as copied from the prompt.
+        A step may select more than once (a re-ask): the caller counts the final selection's drops."""
         ranked = self.ranker.rank(self.merger.merge(patches))
         budget = self.cfg.skill.max_chars
         max_chars = char_limit(self.cfg.optimizer.max_skill_chars, budget, state.current_text)
@@ -61,7 +62,6 @@ class Candidates:
             budget=budget,
             copies_task=self.task_copies(batch),
         )
-        state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)
         self.run.write_merged_patch(
             step,
             {

@@ -18,7 +18,7 @@ from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
 from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
 from skillgrad.loop.rewrite import Analyst
-from skillgrad.loop.selection import Selection
+from skillgrad.loop.selection import COPIES_TASK, Selection
 from skillgrad.loop.stages import Roles, TrainingFailed
 from skillgrad.loop.state import TrainState
 from skillgrad.package.model import as_package
@@ -172,6 +172,7 @@ def propose_and_select(
         more = reflection.reask(step, state, train, lr, patches)
         if more:
             chosen, max_chars = candidates.select(state, step, batch, [*patches, *more], lr, failed)
+    state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)  # once per step, final selection
     return chosen, max_chars
 
 

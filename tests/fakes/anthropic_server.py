@@ -27,8 +27,10 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.local_http import LocalHTTPServer
 
 _ids = itertools.count(1)
 
@@ -280,9 +282,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(LocalHTTPServer):  # its listen backlog
     daemon_threads = True
-    request_queue_size = 256  # the default (5) drops connections when many calls start at once
 
     def __init__(self, handler: Handler) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)

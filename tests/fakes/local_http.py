@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-class _Server(ThreadingHTTPServer):
+class LocalHTTPServer(ThreadingHTTPServer):
     # socketserver's default listen backlog (5) drops connections when many calls start at once.
     request_queue_size = 256
 
@@ -22,7 +22,7 @@ class LocalServer:
     """`handler_class` served on 127.0.0.1 until `stop()`."""
 
     def __init__(self, handler_class: type[BaseHTTPRequestHandler], name: str) -> None:
-        self.httpd = _Server(("127.0.0.1", 0), handler_class)
+        self.httpd = LocalHTTPServer(("127.0.0.1", 0), handler_class)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, name=name, daemon=True

@@ -1,7 +1,7 @@
 """Can noise fool the gate? The `paired` and `strict` gates against a target that answers at random.
 
-    python bench/gate_noise.py                     # 200 trials per model, the figures of docs/benchmarks.md
-    python bench/gate_noise.py --trials 50 --k 3 --alpha 0.05
+    python bench/gate_noise.py                     # the figures of docs/benchmarks.md
+    python bench/gate_noise.py --trials 50 --aa-trials 200 --k 3 --alpha 0.05
 
 The scripted target answers each val item correctly with that item's own fixed probability, drawn
 anew on every call (seeded). Both gates run through skillgrad's own validation: `run_rollouts`
@@ -9,7 +9,9 @@ with the scripted agent, `validate` in racing waves (`optimizer.race_waves`, def
 gate object the trainer builds. The incumbent's results are measured once per trial, as in a run.
 
 - A/A: the candidate is the incumbent (same probabilities). Any acceptance is noise; the paired
-  gate must accept at most `alpha` of the time. The strict gate's rate is printed beside it.
+  gate must accept at most `alpha` of the time. The strict gate's rate is printed beside it. The
+  rate is printed with its standard error: at 200 trials an exact test at 5 % shows anything
+  from 2 % to 8 %, so A/A runs `--aa-trials` (2000) trials.
 - A/B: the candidate truly adds +10 points (the mean probability rises by 0.10): the share of
   trials it is accepted in (the gate's power), and the calls each gate spent per trial.
 
@@ -134,20 +136,26 @@ def trial(gate: Gate, k: int, waves: int, incumbent_p: list[float], candidate_p:
     return judge(gate, val, incumbent).accepted, val.calls
 
 
-def measure(model: str, gate_name: str, k: int, alpha: float, waves: int, trials: int) -> dict[str, float]:
+def measure(
+    model: str, gate_name: str, k: int, alpha: float, waves: int, trials: int, aa_trials: int
+) -> dict[str, float]:
     gate = make_gate(gate_name, alpha)
     rng = random.Random(f"{model}:{gate_name}")
     aa, ab, aa_calls, ab_calls = [], [], [], []
-    for t in range(trials):
+    for t in range(max(trials, aa_trials)):
         incumbent_p, better_p = draw_model(model, rng)
-        accepted, calls = trial(gate, k, waves, incumbent_p, incumbent_p, seed=2 * t)
-        aa.append(accepted)
-        aa_calls.append(calls)
-        accepted, calls = trial(gate, k, waves, incumbent_p, better_p, seed=2 * t + 1)
-        ab.append(accepted)
-        ab_calls.append(calls)
+        if t < aa_trials:
+            accepted, calls = trial(gate, k, waves, incumbent_p, incumbent_p, seed=2 * t)
+            aa.append(accepted)
+            aa_calls.append(calls)
+        if t < trials:
+            accepted, calls = trial(gate, k, waves, incumbent_p, better_p, seed=2 * t + 1)
+            ab.append(accepted)
+            ab_calls.append(calls)
+    rate = mean(aa)
     return {
-        "aa_rate": mean(aa),
+        "aa_rate": rate,
+        "aa_se": (rate * (1 - rate) / len(aa)) ** 0.5,
         "ab_rate": mean(ab),
         "aa_calls": mean(aa_calls),
         "ab_calls": mean(ab_calls),
@@ -159,23 +167,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--trials", type=int, default=200, help="A/B trials per model and gate")
+    parser.add_argument("--aa-trials", type=int, default=2000, help="A/A trials per model and gate")
     parser.add_argument("--k", type=int, default=3, help="val_repeats of the paired gate")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--waves", type=int, default=2, help="racing waves (1 = full validation)")
     args = parser.parse_args()
     print(
-        f"{ITEMS} val items, {args.trials} trials per model, racing in {args.waves} waves; "
+        f"{ITEMS} val items, {args.aa_trials} A/A and {args.trials} A/B trials per model, "
+        f"racing in {args.waves} waves; "
         f"paired: k = {args.k}, alpha = {args.alpha}; strict: k = 1\n"
     )
     print("| noise model | gate | A/A accepted (noise) | A/B accepted (+10 points) | calls A/A | calls A/B |")
     print("|---|---|---|---|---|---|")
     for model in ("uniform", "u-shaped", "stable"):
         for gate_name, k in (("paired", args.k), ("strict", 1)):
-            r = measure(model, gate_name, k, args.alpha, args.waves, args.trials)
+            r = measure(model, gate_name, k, args.alpha, args.waves, args.trials, args.aa_trials)
             print(
-                f"| {model} | {gate_name} (k={k}) | {r['aa_rate']:.1%} | {r['ab_rate']:.1%} | "
-                f"{r['aa_calls']:.1f} | {r['ab_calls']:.1f} |"
+                f"| {model} | {gate_name} (k={k}) | {r['aa_rate']:.1%} +- {r['aa_se']:.1%} | "
+                f"{r['ab_rate']:.1%} | {r['aa_calls']:.1f} | {r['ab_calls']:.1f} |"
             )
     print("\nCalls: a candidate's validation per trial (the incumbent's 16 x k are paid once).")
     return 0

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import pytest
 
 from skillgrad.backends.base import AgentResult
 from skillgrad.benchmarks.base import Score, Task
-from skillgrad.loop.gate import PairedGate, StrictGate, can_still_pass, make_gate, mean_of, optimistic
+from skillgrad.loop.gate import PairedGate, StrictGate, make_gate, mean_of, optimistic
 from skillgrad.loop.rollout import Rollout
-from skillgrad.loop.significance import paired_permutation_test
+from skillgrad.loop.significance import GRID, ODDS, SHARE, p_value_floor, paired_permutation_test
 from skillgrad.loop.validate import Race, ValUnit, next_wave, race_order, validate
 
 
@@ -44,17 +45,22 @@ def test_paired_test_exact_p_values() -> None:
 
 
 def brute_force_p(candidate: dict[str, list[float]], incumbent: dict[str, list[float]]) -> float:
-    """Every relabelling of every item, enumerated jointly: the definition of the test."""
-    per_item = []
+    """Every relabelling of every item, enumerated jointly, with the statistic as the module
+    docstring defines it: the sum over items of log((1 - SHARE) + SHARE * LR), each rounded to 1/GRID."""
+    per_item, observed = [], 0
     for item, theirs in incumbent.items():
-        pool = [round(100 * s) for s in candidate[item] + theirs]
+        pool = candidate[item] + theirs
         k = len(theirs)
-        per_item.append(
-            [2 * sum(pool[i] for i in g) - sum(pool) for g in itertools.combinations(range(2 * k), k)]
-        )
-    observed = sum(round(100 * sum(candidate[i])) - round(100 * sum(incumbent[i])) for i in incumbent)
-    totals = [sum(c) for c in itertools.product(*per_item)]
-    return sum(1 for t in totals if t >= observed) / len(totals)
+        totals = [sum(pool[i] for i in g) for g in itertools.combinations(range(2 * k), k)]
+        mean = sum(ODDS**t for t in totals) / len(totals)
+        scores = [
+            round(GRID * math.log((1 - SHARE) + SHARE * ODDS**t / mean))
+            for t in [*totals, sum(candidate[item])]
+        ]
+        per_item.append(scores[:-1])
+        observed += scores[-1]
+    stats = [sum(c) for c in itertools.product(*per_item)]
+    return sum(1 for t in stats if t >= observed) / len(stats)
 
 
 def test_paired_test_matches_brute_force_and_partial_credit() -> None:
@@ -67,17 +73,35 @@ def test_paired_test_matches_brute_force_and_partial_credit() -> None:
         assert paired_permutation_test(cand, inc).p_value == pytest.approx(brute_force_p(cand, inc))
 
 
-def test_raising_a_candidate_outcome_never_raises_p() -> None:
-    rng = random.Random(3)
-    for _ in range(200):
-        inc = {f"t{i}": [float(rng.random() < 0.5) for _ in range(3)] for i in range(6)}
-        cand = {f"t{i}": [float(rng.random() < 0.5) for _ in range(3)] for i in range(6)}
-        item, rep = f"t{rng.randrange(6)}", rng.randrange(3)
-        better = {k: list(v) for k, v in cand.items()}
-        better[item][rep] = 1.0
-        assert (
-            paired_permutation_test(better, inc).p_value <= paired_permutation_test(cand, inc).p_value + 1e-12
-        )
+def test_the_statistic_is_not_monotone_so_racing_uses_a_floor() -> None:
+    # A tie on an item the candidate lost adds null spread: raising an outcome can raise p.
+    incumbent = {"t0": [1.0, 0.0], "t1": [0.0, 0.0]}
+    lower, higher = {"t0": [0.0, 0.0], "t1": [1.0, 1.0]}, {"t0": [1.0, 0.0], "t1": [1.0, 1.0]}
+    p_higher = paired_permutation_test(higher, incumbent).p_value
+    assert p_higher > paired_permutation_test(lower, incumbent).p_value
+
+
+def completions(partial: dict[str, list[float]], incumbent: dict[str, list[float]], values: list[float]):
+    free = [(i, r) for i, scores in incumbent.items() for r in range(len(partial.get(i, [])), len(scores))]
+    for fill in itertools.product(values, repeat=len(free)):
+        done = {item: list(partial.get(item, [])) for item in incumbent}
+        for (item, _), value in zip(free, fill, strict=True):
+            done[item].append(value)
+        yield done
+
+
+@pytest.mark.parametrize("values", [[0.0, 1.0], [0.0, 0.5, 1.0]])
+def test_the_p_value_floor_holds_for_every_outcome_of_the_rest(values: list[float]) -> None:
+    rng = random.Random(13)
+    for _ in range(40):
+        k, n = rng.choice([(1, 4), (2, 3), (3, 2)])
+        inc = {f"t{i}": [rng.choice(values) for _ in range(k)] for i in range(n)}
+        cand = {f"t{i}": [rng.choice(values) for _ in range(k)] for i in range(n)}
+        partial = {item: scores[: rng.randint(0, k)] for item, scores in cand.items()}
+        floor = p_value_floor(partial, inc)
+        lowest = min(paired_permutation_test(full, inc).p_value for full in completions(partial, inc, values))
+        assert floor <= lowest + 1e-12
+        assert p_value_floor(cand, inc) == pytest.approx(paired_permutation_test(cand, inc).p_value)
 
 
 def test_paired_gate_needs_significance_and_records_it() -> None:
@@ -106,9 +130,9 @@ def test_optimistic_completion_and_headroom() -> None:
     incumbent = results([1.0, 1.0], [0.0, 1.0])
     assert optimistic({"t0": [0.0, 1.0]}, incumbent) == {"t0": [0.0, 1.0], "t1": [1.0, 1.0]}
     strict = StrictGate()
-    assert can_still_pass(strict, {}, incumbent)
-    assert not can_still_pass(strict, {}, results([1.0], [1.0]))  # at the maximum: nothing can pass
-    assert not can_still_pass(PairedGate(0.05), {}, results([0.0], [1.0]))  # 1 item: p >= 1/2
+    assert strict.can_pass({}, incumbent)
+    assert not strict.can_pass({}, results([1.0], [1.0]))  # at the maximum: nothing can pass
+    assert not PairedGate(0.05).can_pass({}, results([0.0], [1.0]))  # 1 item: p >= 1/2
 
 
 def test_race_order_puts_the_incumbents_weakest_items_first() -> None:

@@ -1,10 +1,11 @@
 """The validation gate: a pure accept/reject decision, chosen by name in `GATES`.
 
 A gate compares per-item validation results (`ValResults`: task id -> one score per repeat) of a
-candidate with the incumbent's, on the incumbent's items. Contract of every gate: acceptance is
-monotone in the candidate's outcomes (raising one never turns an accept into a reject). That is
-what makes `can_still_pass` exact: if a candidate given full marks on every item it has not run
-yet is still rejected, no outcome of those items can make it pass, so racing may stop.
+candidate with the incumbent's, on the incumbent's items. Racing and the early stop ask each gate
+`can_pass`: False only when no outcome of the items not run yet could make it accept, so stopping
+on it never rejects a candidate the full validation would accept. The strict gate is monotone in
+the candidate's outcomes, so full marks on the rest (`optimistic`) is its exact bound; the paired
+gate's statistic is not monotone, and it bounds its p-value instead (`significance.p_value_floor`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from skillgrad.loop.significance import paired_permutation_test
+from skillgrad.loop.significance import p_value_floor, paired_effect, paired_permutation_test
 from skillgrad.loop.state import ValResults
 
-__all__ = ["Gate", "GateDecision", "ValResults", "can_still_pass", "make_gate", "mean_of", "optimistic"]
+__all__ = ["Gate", "GateDecision", "ValResults", "make_gate", "mean_of", "optimistic"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,12 @@ class Gate(Protocol):
         """Decide on the incumbent's items; the candidate must have as many outcomes per item."""
         ...
 
+    def can_pass(self, partial: Mapping[str, Sequence[float]], incumbent: ValResults) -> bool:
+        """Whether some outcome of everything `partial` has not run yet (items missing or short of
+        repeats) could still make `decide` accept. Must be True whenever one could; may be True
+        when none can (a looser bound only costs racing calls, never a decision)."""
+        ...
+
 
 def mean_of(results: Mapping[str, Sequence[float]]) -> float:
     """The mean over items of each item's mean over repeats (every item weighs the same)."""
@@ -55,10 +62,6 @@ def optimistic(partial: Mapping[str, Sequence[float]], incumbent: ValResults) ->
         item: list(partial.get(item, [])) + [1.0] * (len(scores) - len(partial.get(item, [])))
         for item, scores in incumbent.items()
     }
-
-
-def can_still_pass(gate: Gate, partial: Mapping[str, Sequence[float]], incumbent: ValResults) -> bool:
-    return gate.decide(optimistic(partial, incumbent), incumbent).accepted
 
 
 class StrictGate:
@@ -77,12 +80,16 @@ class StrictGate:
             False, f"validation {ours:.4f} {relation} current {theirs:.4f}", "strict mean", effect
         )
 
+    def can_pass(self, partial: Mapping[str, Sequence[float]], incumbent: ValResults) -> bool:
+        return self.decide(optimistic(partial, incumbent), incumbent).accepted  # monotone: exact
+
 
 class PairedGate:
     """Accept only an improvement that is significant at `alpha`: item-by-item (paired) exact
-    permutation test over the repeats of each item, one-sided (see `significance`)."""
+    permutation test over the repeats of each item, one-sided, with a statistic built for edits
+    that fix a few items (see `significance`)."""
 
-    test = "paired permutation (one-sided, exact, stratified by item)"
+    test = "paired permutation (one-sided, exact, stratified by item, sparse-effect likelihood ratio)"
 
     def __init__(self, alpha: float) -> None:
         self.alpha = alpha
@@ -96,6 +103,13 @@ class PairedGate:
             f"p = {result.p_value:.4f} {relation} alpha {self.alpha}"
         )
         return GateDecision(accepted, reason, self.test, result.effect, result.p_value, self.alpha)
+
+    def can_pass(self, partial: Mapping[str, Sequence[float]], incumbent: ValResults) -> bool:
+        # An accept needs a positive effect (linear in the outcomes: full marks bound it exactly)
+        # and a p-value at most alpha (bounded below over every outcome of the rest).
+        if paired_effect(optimistic(partial, incumbent), incumbent) <= 0:
+            return False
+        return p_value_floor(partial, incumbent) <= self.alpha
 
 
 def make_gate(name: str, alpha: float) -> Gate:

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from skillgrad.loop.ahead import Ahead
-from skillgrad.loop.gate import Gate, ValResults, can_still_pass
+from skillgrad.loop.gate import Gate, ValResults
 from skillgrad.loop.state import TrainState
 from skillgrad.skill import SkillDoc
 from skillgrad.values import Task
@@ -25,7 +25,7 @@ def stop_reason(
     ahead: Ahead | None,
 ) -> tuple[str, str] | None:
     """(code, sentence) when the run should stop before the first of `remaining`, else None."""
-    if not can_still_pass(gate, {}, incumbent):
+    if not gate.can_pass({}, incumbent):
         score = state.current_score
         return "no_headroom", f"the skill scores {score:.4f} on val: no candidate can pass the gate any more"
     passed = set(state.train_passed.get(SkillDoc(state.current_text).content_hash, []))

@@ -1,9 +1,10 @@
 """Validation in waves (racing): run a candidate on the val items wave by wave and stop as soon
-as even full marks on every item still to run could not make the gate accept it.
+as no outcome of the items still to run could make the gate accept it.
 
-The incumbent's per-item results are known, so the bound is exact (see `gate.can_still_pass`):
-racing rejects exactly the candidates the full validation would reject, only sooner, and accepts
-exactly the same ones (an accept always needs every item). `full` is racing with one wave.
+The incumbent's per-item results are known, so the gate can bound that (`Gate.can_pass`; for the
+strict gate, full marks on the rest is exact): racing rejects only candidates the full validation
+would reject, only sooner, and accepts exactly the same ones (an accept always needs every item).
+`full` is racing with one wave.
 
 Which items run first, and how many: a candidate can only gain where the incumbent lost, so the
 incumbent's weakest items go first (`race_order`). A wave is the shortest run of items whose
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from skillgrad.loop.gate import Gate, ValResults, can_still_pass
+from skillgrad.loop.gate import Gate, ValResults
 from skillgrad.values import Rollout, Task
 
 
@@ -64,8 +65,9 @@ def next_wave(
 ) -> list[Task]:
     """The first items of `pending` to run now: the shortest prefix whose failure on every repeat
     would make the gate reject the candidate, if that prefix is at most a third of `pending` and
-    another wave may follow; otherwise all of `pending`. (The gate's monotone contract makes
-    "this prefix failed" rejecting for every longer prefix too, so the search is a bisection.)"""
+    another wave may follow; otherwise all of `pending`. (For a monotone gate "this prefix
+    failed" rejects for every longer prefix too, so the bisection finds the shortest; for any
+    gate, the prefix it returns is one whose failure rejects.)"""
     limit = len(pending) // 3
     if waves_left <= 1 or limit < 1:
         return pending
@@ -74,7 +76,7 @@ def next_wave(
         worst = {item: list(scores) for item, scores in results.items()}
         for task in pending[:count]:
             worst[task.id] = worst[task.id] + [0.0] * (repeats - len(worst[task.id]))
-        return not can_still_pass(race.gate, worst, race.incumbent)
+        return not race.gate.can_pass(worst, race.incumbent)
 
     if not rejects_if_failed(limit):
         return pending
@@ -104,7 +106,7 @@ def validate(
     pending = [t for t in order if len(results[t.id]) < repeats]
     calls = ran_waves = 0
     while pending:
-        if race is not None and not can_still_pass(race.gate, results, race.incumbent):
+        if race is not None and not race.gate.can_pass(results, race.incumbent):
             return Validation(_known_only(results), calls, ran_waves, raced_out=True)
         wave = next_wave(pending, results, repeats, race, race.waves - ran_waves) if race else pending
         if before_wave is not None:

@@ -12,7 +12,7 @@ from skillgrad.backends.base import AgentResult
 from skillgrad.benchmarks.base import Score, Task
 from skillgrad.loop.gate import PairedGate, StrictGate, make_gate, mean_of, optimistic
 from skillgrad.loop.rollout import Rollout
-from skillgrad.loop.significance import GRID, ODDS, SHARE, p_value_floor, paired_permutation_test
+from skillgrad.loop.significance import GRID, SHARE, SWEEP_LOG_ODDS, p_value_floor, paired_permutation_test
 from skillgrad.loop.validate import Race, ValUnit, next_wave, race_order, validate
 
 
@@ -52,9 +52,10 @@ def brute_force_p(candidate: dict[str, list[float]], incumbent: dict[str, list[f
         pool = candidate[item] + theirs
         k = len(theirs)
         totals = [sum(pool[i] for i in g) for g in itertools.combinations(range(2 * k), k)]
-        mean = sum(ODDS**t for t in totals) / len(totals)
+        odds = math.exp(SWEEP_LOG_ODDS / k)  # psi, per repeat
+        mean = sum(odds**t for t in totals) / len(totals)
         scores = [
-            round(GRID * math.log((1 - SHARE) + SHARE * ODDS**t / mean))
+            round(GRID * math.log((1 - SHARE) + SHARE * odds**t / mean))
             for t in [*totals, sum(candidate[item])]
         ]
         per_item.append(scores[:-1])

@@ -9,14 +9,16 @@ chosen for the effect an edit has.
 
 The statistic is a likelihood ratio against a sparse alternative: an edit changes a few items
 strongly (a learned rule fixes the items it applies to) and leaves the rest as they were. Given
-its pooled outcomes, an item changed with odds ratio `ODDS` has the candidate's total `a` with
-probability proportional to its null probability times ODDS^a (Fisher's noncentral
-hypergeometric), so its likelihood ratio is LR(a) = ODDS^a / E0[ODDS^A]; each item is changed with
+its pooled outcomes, an item changed with per-repeat odds ratio `psi` has the candidate's total
+`a` with probability proportional to its null probability times psi^a (Fisher's noncentral
+hypergeometric), so its likelihood ratio is LR(a) = psi^a / E0[psi^A]; each item is changed with
 prior probability `SHARE`, and the statistic is the sum over items of log((1 - SHARE) + SHARE *
-LR(a)). Against the plain sum of differences (the stratified, Mantel-Haenszel-like statistic)
-this keeps an item the candidate wins 3/3 to 0/3 from being drowned by items that are merely
-noisy: measured in bench/gate_noise.py, power on a target whose items are mostly reliably right
-or wrong rises from about 35 % to about 80 % at k = 3 on 16 items, at the same exact level.
+LR(a)). psi is 30 at k = 3 and psi^k stays 30^3 for any k: a clean sweep (k/k against 0/k)
+weighs the same whatever the repeats, so with many repeats an effect spread thinly over every
+item still counts. Against the plain sum of differences (the stratified, Mantel-Haenszel-like
+statistic) this keeps an item the candidate wins 3/3 to 0/3 from being drowned by items that are
+merely noisy: measured in bench/gate_noise.py, power on a target whose items are mostly reliably
+right or wrong rises from 37 % to 81 % at k = 3 on 16 items, at the same exact level.
 
 Scores are quantised to hundredths and each item's statistic to 1/GRID, so the test is exact on
 any score in [0, 1] (for the quantised statistic). Unlike a sum of differences, this statistic is
@@ -34,9 +36,14 @@ from dataclasses import dataclass
 
 LEVELS = 100  # a score s in [0, 1] counts as round(100 s)
 SHARE = 0.1  # prior share of the items an edit changes
-ODDS = 30.0  # odds ratio of a changed item (3/3 against 0/3 at k = 3 is about this strong)
+SWEEP_LOG_ODDS = 3 * math.log(30.0)  # k x log(psi): psi = 30 at k = 3 (3/3 against 0/3 is about that)
 GRID = 1000  # an item's statistic counts as round(GRID x its log likelihood ratio)
-_LOG_KEEP, _LOG_SHARE, _LOG_ODDS = math.log1p(-SHARE), math.log(SHARE), math.log(ODDS) / LEVELS
+_LOG_KEEP, _LOG_SHARE = math.log1p(-SHARE), math.log(SHARE)
+
+
+def _log_odds(k: int) -> float:
+    """log(psi) per quantised unit of an item's total, for k repeats."""
+    return SWEEP_LOG_ODDS / (k * LEVELS)
 
 
 @dataclass(frozen=True)
@@ -62,13 +69,13 @@ def _item(mine: Sequence[int], theirs: Sequence[int]) -> _Item:
     k = len(theirs)
     totals = Counter(sum(group) for group in itertools.combinations([*mine, *theirs], k))
     count = sum(totals.values())
-    top = max(totals)  # log E0[ODDS^A], computed without overflow
-    log_mean = top * _LOG_ODDS + math.log(
-        sum(n * math.exp((t - top) * _LOG_ODDS) for t, n in totals.items()) / count
+    log_odds, top = _log_odds(k), max(totals)  # log E0[psi^A], computed without overflow
+    log_mean = top * log_odds + math.log(
+        sum(n * math.exp((t - top) * log_odds) for t, n in totals.items()) / count
     )
 
     def statistic(total: int) -> int:
-        log_ratio = _LOG_SHARE + total * _LOG_ODDS - log_mean
+        log_ratio = _LOG_SHARE + total * log_odds - log_mean
         high = max(_LOG_KEEP, log_ratio)
         return round(GRID * (high + math.log(math.exp(_LOG_KEEP - high) + math.exp(log_ratio - high))))
 
@@ -140,8 +147,8 @@ def p_value_floor(partial: Mapping[str, Sequence[float]], incumbent: Mapping[str
     """A lower bound on the p-value over every outcome of the items `partial` has not finished.
 
     A finished item counts as in the test. Of an unfinished item, the observed statistic is at
-    most log((1 - SHARE) + SHARE x ODDS^((k - b) / 2)) for the incumbent's total b (E0[ODDS^A] >=
-    ODDS^E0[A], and E0[A] is half the pooled total), and its null statistic at least log(1 - SHARE):
+    most log((1 - SHARE) + SHARE x psi^((k - b) / 2)) for the incumbent's total b (E0[psi^A] >=
+    psi^E0[A], and E0[A] is half the pooled total), and its null statistic at least log(1 - SHARE):
     the p-value is at least that of the finished items with every such gap added to the observed
     sum. It is also at least 1 / (the number of joint relabellings): the observed one counts. An
     item the incumbent has full marks on cannot help (the candidate ties it, or its total is the
@@ -153,7 +160,7 @@ def p_value_floor(partial: Mapping[str, Sequence[float]], incumbent: Mapping[str
         headroom = len(theirs) * LEVELS - sum(_quantise(s) for s in theirs)
         if item in done or headroom <= 0:
             continue
-        best = math.log1p(SHARE / (1 - SHARE) * math.exp(headroom / 2 * _LOG_ODDS))
+        best = math.log1p(SHARE / (1 - SHARE) * math.exp(headroom / 2 * _log_odds(len(theirs))))
         gap += math.ceil(GRID * best) + 1  # +1: each side of the gap is rounded to the grid
         relabellings *= math.comb(2 * len(theirs), len(theirs))
     return max(_tail(items, sum(i.observed for i in items) + gap), 1 / relabellings)

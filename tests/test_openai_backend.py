@@ -14,6 +14,7 @@ pytest.importorskip("openai")
 from skillgrad.backends import openai_compat
 from skillgrad.backends.base import Message
 from skillgrad.backends.common import one_line
+from skillgrad.backends.registry import Backends
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError
 from tests.fakes.openai_server import (
@@ -273,6 +274,28 @@ def test_concurrent_calls_share_one_client(server: ScriptedOpenAI) -> None:
         replies = list(pool.map(lambda p: model.complete([Message("user", p)], stage="rollout"), prompts))
     assert [r.text for r in replies] == [p.upper() for p in prompts]
     assert sorted(r.user for r in server.requests) == sorted(prompts)
+
+
+def test_roles_of_a_run_share_a_client_per_endpoint_and_key(server: ScriptedOpenAI) -> None:
+    server.handler = lambda request: Text(request["model"])
+    with ScriptedOpenAI(lambda request: Text("other:" + request["model"])) as other:
+        cfg = make_cfg(server.base_url, optimizer_model="opt", target_model="tgt")
+        backends = Backends(cfg)
+        optimizer, target = backends.chat("optimizer"), backends.chat("target")
+        hot = backends.chat("optimizer", temperature=0.9)  # the extra proposals' model
+        assert optimizer._client is target._client is hot._client  # one pool, one TLS context
+        split = make_cfg(server.base_url, target_base_url=other.base_url, target_api_key="sk-other")
+        apart = Backends(split)
+        assert apart.chat("optimizer")._client is not apart.chat("target")._client
+        assert [m.complete(MESSAGES, stage="x").text for m in (optimizer, target, hot)] == [
+            "opt",
+            "tgt",
+            "opt",
+        ]
+        assert apart.chat("target").complete(MESSAGES, stage="x").text.startswith("other:")
+        assert other.requests[0].headers["authorization"] == "Bearer sk-other"
+    assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {SECRET}"}
+    assert backends.chat("target")._client is not Backends(cfg).chat("target")._client  # per run
 
 
 def test_fake_server_records_and_reraises_handler_errors() -> None:

@@ -20,7 +20,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.sdk_chat import RoleSettings, SdkChat, keyed_availability
+from skillgrad.backends.sdk_chat import RoleSettings, SdkChat, SdkClients, keyed_availability
 from skillgrad.config import Config
 from skillgrad.lazy import lazy_import
 from skillgrad.templates import render
@@ -154,12 +154,13 @@ def availability(cfg: Config) -> tuple[bool, str]:
     return keyed_availability(cfg, BACKEND, KEY_ENV, "an Anthropic-compatible gateway")
 
 
-def new_run_state() -> None:
-    """No per-run state: each chat model holds its own client."""
+def new_run_state() -> SdkClients:
+    """The run's SDK clients: roles on the same endpoint share one."""
+    return SdkClients()
 
 
-def create_chat(cfg: Config, role: Role, state: None = None) -> AnthropicChat:
-    return AnthropicChat.for_role(RoleSettings.of(cfg, role, KEY_ENV, DEFAULT_MODEL))
+def create_chat(cfg: Config, role: Role, state: SdkClients | None = None) -> AnthropicChat:
+    return AnthropicChat.for_role(RoleSettings.of(cfg, role, KEY_ENV, DEFAULT_MODEL), state)
 
 
 class AnthropicChat(SdkChat):

@@ -11,6 +11,7 @@ response shapes, prices) stays in the backend's module as pure functions.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar, Self
@@ -73,8 +74,44 @@ class RoleSettings:
         )
 
 
+class SdkClients:
+    """A run's SDK clients (the backend's `new_run_state()`): chat models with the same endpoint,
+    key and limits share one client, so a run builds one connection pool (and one TLS context)
+    per endpoint instead of one per role. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._clients: dict[tuple[Any, ...], Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, sdk: ModuleType, client_class: str, **settings: Any) -> Any:
+        key = (sdk.__name__, client_class, *sorted(settings.items()))
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = _new_client(sdk, client_class, **settings)
+            return self._clients[key]
+
+
+def _new_client(
+    sdk: ModuleType,
+    client_class: str,
+    *,
+    base_url: str | None,
+    api_key: str,
+    max_retries: int,
+    timeout_s: float,
+) -> Any:
+    return getattr(sdk, client_class)(
+        base_url=base_url,
+        api_key=api_key,
+        max_retries=max_retries,
+        timeout=timeout_s,
+        # timeout_s bounds each attempt's wall-clock time, not only each read (deadline.py)
+        http_client=sdk.DefaultHttpxClient(transport=DeadlineTransport(timeout_s)),
+    )
+
+
 class SdkChat:
-    """A ChatModel over one official SDK client. Thread-safe (one shared client).
+    """A ChatModel over one official SDK client. Thread-safe (the client is shared).
 
     Subclasses set `name`, `sdk` (the SDK module), `client_class` (its client's name),
     `default_base_url`, `key_env`, the wording of their errors (`where` and `failure`, format strings over
@@ -100,6 +137,7 @@ class SdkChat:
         timeout_s: float = 120.0,
         max_retries: int = 4,
         json_retries: int = 2,
+        clients: SdkClients | None = None,
     ) -> None:
         self.model = model
         self.temperature = temperature
@@ -107,18 +145,18 @@ class SdkChat:
         self.json_retries = json_retries
         self._api_key = api_key
         self._key_name = key_name or self.key_env
-        self._client: Any = getattr(self.sdk, self.client_class)(
+        self._client: Any = (clients or SdkClients()).get(
+            self.sdk,
+            self.client_class,
             base_url=base_url,
             api_key=api_key or PLACEHOLDER_KEY,
             max_retries=max_retries,
-            timeout=timeout_s,
-            # timeout_s bounds each attempt's wall-clock time, not only each read (deadline.py)
-            http_client=self.sdk.DefaultHttpxClient(transport=DeadlineTransport(timeout_s)),
+            timeout_s=timeout_s,
         )
         self.base_url = str(self._client.base_url).rstrip("/") or self.default_base_url
 
     @classmethod
-    def for_role(cls, settings: RoleSettings) -> Self:
+    def for_role(cls, settings: RoleSettings, clients: SdkClients | None = None) -> Self:
         return cls(
             model=settings.model,
             base_url=settings.base_url,
@@ -129,6 +167,7 @@ class SdkChat:
             timeout_s=settings.timeout_s,
             max_retries=settings.max_retries,
             json_retries=settings.json_retries,
+            clients=clients,
         )
 
     def complete(

@@ -38,7 +38,6 @@ LEVELS = 100  # a score s in [0, 1] counts as round(100 s)
 SHARE = 0.1  # prior share of the items an edit changes
 SWEEP_LOG_ODDS = 3 * math.log(30.0)  # k x log(psi): psi = 30 at k = 3 (3/3 against 0/3 is about that)
 GRID = 1000  # an item's statistic counts as round(GRID x its log likelihood ratio)
-_LOG_KEEP, _LOG_SHARE = math.log1p(-SHARE), math.log(SHARE)
 
 
 def _log_odds(k: int) -> float:
@@ -69,15 +68,12 @@ def _item(mine: Sequence[int], theirs: Sequence[int]) -> _Item:
     k = len(theirs)
     totals = Counter(sum(group) for group in itertools.combinations([*mine, *theirs], k))
     count = sum(totals.values())
-    log_odds, top = _log_odds(k), max(totals)  # log E0[psi^A], computed without overflow
-    log_mean = top * log_odds + math.log(
-        sum(n * math.exp((t - top) * log_odds) for t, n in totals.items()) / count
-    )
+    # psi^a is at most 30^3 (a clean sweep), so nothing here can overflow
+    odds = {total: math.exp(total * _log_odds(k)) for total in totals}
+    mean = sum(n * odds[total] for total, n in totals.items()) / count
 
     def statistic(total: int) -> int:
-        log_ratio = _LOG_SHARE + total * log_odds - log_mean
-        high = max(_LOG_KEEP, log_ratio)
-        return round(GRID * (high + math.log(math.exp(_LOG_KEEP - high) + math.exp(log_ratio - high))))
+        return round(GRID * math.log((1 - SHARE) + SHARE * odds[total] / mean))
 
     null: Counter[int] = Counter()
     for total, n in totals.items():

@@ -134,6 +134,11 @@ def test_optimistic_completion_and_headroom() -> None:
     assert strict.can_pass({}, incumbent)
     assert not strict.can_pass({}, results([1.0], [1.0]))  # at the maximum: nothing can pass
     assert not PairedGate(0.05).can_pass({}, results([0.0], [1.0]))  # 1 item: p >= 1/2
+    # The incumbent fails one item of 16: fixing it 3/3 from 0/3 can pass (p = 1/20); from 1/3,
+    # 3/3 is p = 4/20 at best, so the run has no headroom left (full marks on 16 items notwithstanding).
+    paired = PairedGate(0.05)
+    assert paired.can_pass({}, results([0.0] * 3, *[[1.0] * 3] * 15))
+    assert not paired.can_pass({}, results([1.0, 0.0, 0.0], *[[1.0] * 3] * 15))
 
 
 def test_race_order_puts_the_incumbents_weakest_items_first() -> None:

@@ -139,24 +139,39 @@ def paired_permutation_test(
     return PairedTest(paired_effect(candidate, incumbent), p_value, len(incumbent), len(items))
 
 
-def p_value_floor(partial: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]) -> float:
-    """A lower bound on the p-value over every outcome of the items `partial` has not finished.
+def _full_marks_tail(known: Sequence[float], theirs: Sequence[float]) -> float:
+    """P(A >= a) on one item whose candidate has `known` outcomes and full marks on the rest:
+    the item's own one-sided p-value, which no other outcome of the rest makes smaller (for one
+    item every increasing statistic of a gives this p-value, and a sum of differences is monotone)."""
+    mine = [_quantise(s) for s in known] + [LEVELS] * (len(theirs) - len(known))
+    pool = [*mine, *(_quantise(s) for s in theirs)]
+    totals = [sum(group) for group in itertools.combinations(pool, len(theirs))]
+    return sum(1 for total in totals if total >= sum(mine)) / len(totals)
 
-    A finished item counts as in the test. Of an unfinished item, the observed statistic is at
-    most log((1 - SHARE) + SHARE x psi^((k - b) / 2)) for the incumbent's total b (E0[psi^A] >=
-    psi^E0[A], and E0[A] is half the pooled total), and its null statistic at least log(1 - SHARE):
-    the p-value is at least that of the finished items with every such gap added to the observed
-    sum. It is also at least 1 / (the number of joint relabellings): the observed one counts. An
-    item the incumbent has full marks on cannot help (the candidate ties it, or its total is the
-    least its relabellings give), so it adds neither."""
+
+def p_value_floor(partial: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]) -> float:
+    """A lower bound on the p-value over every outcome of the items `partial` has not finished;
+    the larger of two. A finished item counts as in the test, its p-value over those items p_R.
+
+    - Product: the p-value is at least P(every item's statistic reaches its observed value), that
+      is p_R times each unfinished item's own one-sided p-value, and that is least with full marks
+      on the item's outcomes still to run (`_full_marks_tail`).
+    - Gap: an unfinished item's observed statistic is at most log((1 - SHARE) + SHARE x
+      psi^((k - b) / 2)) for the incumbent's total b (E0[psi^A] >= psi^E0[A], and E0[A] is half the
+      pooled total), and its null statistic at least log(1 - SHARE): the p-value is at least the
+      finished items' with every such gap added to the observed sum.
+
+    An item the incumbent has full marks on cannot help (the candidate ties it, or its total is
+    the least its relabellings give), so it adds to neither."""
     done = {item: partial[item] for item in incumbent if len(partial.get(item, ())) == len(incumbent[item])}
     items = _items(done, {item: incumbent[item] for item in done})
-    gap, relabellings = 0, math.prod(i.relabellings for i in items)
+    observed = sum(i.observed for i in items)
+    gap, product = 0, 1.0
     for item, theirs in incumbent.items():
         headroom = len(theirs) * LEVELS - sum(_quantise(s) for s in theirs)
         if item in done or headroom <= 0:
             continue
+        product *= _full_marks_tail(partial.get(item, []), theirs)
         best = math.log1p(SHARE / (1 - SHARE) * math.exp(headroom / 2 * _log_odds(len(theirs))))
         gap += math.ceil(GRID * best) + 1  # +1: each side of the gap is rounded to the grid
-        relabellings *= math.comb(2 * len(theirs), len(theirs))
-    return max(_tail(items, sum(i.observed for i in items) + gap), 1 / relabellings)
+    return max(_tail(items, observed + gap), _tail(items, observed) * product)

@@ -64,9 +64,14 @@ def _quantise(score: float) -> int:
     return round(min(1.0, max(0.0, float(score))) * LEVELS)
 
 
+def _relabelled_totals(mine: Sequence[int], theirs: Sequence[int]) -> Counter[int]:
+    """The candidate's total under every way to give it k of the item's 2k pooled outcomes."""
+    return Counter(sum(group) for group in itertools.combinations([*mine, *theirs], len(theirs)))
+
+
 def _item(mine: Sequence[int], theirs: Sequence[int]) -> _Item:
     k = len(theirs)
-    totals = Counter(sum(group) for group in itertools.combinations([*mine, *theirs], k))
+    totals = _relabelled_totals(mine, theirs)
     count = sum(totals.values())
     # psi^a is at most 30^3 (a clean sweep), so nothing here can overflow
     odds = {total: math.exp(total * _log_odds(k)) for total in totals}
@@ -144,9 +149,8 @@ def _full_marks_tail(known: Sequence[float], theirs: Sequence[float]) -> float:
     the item's own one-sided p-value, which no other outcome of the rest makes smaller (for one
     item every increasing statistic of a gives this p-value, and a sum of differences is monotone)."""
     mine = [_quantise(s) for s in known] + [LEVELS] * (len(theirs) - len(known))
-    pool = [*mine, *(_quantise(s) for s in theirs)]
-    totals = [sum(group) for group in itertools.combinations(pool, len(theirs))]
-    return sum(1 for total in totals if total >= sum(mine)) / len(totals)
+    totals = _relabelled_totals(mine, [_quantise(s) for s in theirs])
+    return sum(n for total, n in totals.items() if total >= sum(mine)) / sum(totals.values())
 
 
 def p_value_floor(partial: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]) -> float:

@@ -40,8 +40,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
+import fresh_venv  # noqa: E402
+from first_request import FirstRequest  # noqa: E402
 from latency_tables import print_side_by_side, print_variants  # noqa: E402
 from latency_world import Item, Scripted, question_key, serve  # noqa: E402
 from skillopt_side import SkillOpt, clean_env, install, run_once, write_split  # noqa: E402
@@ -112,7 +115,9 @@ def server_figures(world: Scripted, wall: float) -> dict[str, Any]:
     return {"calls": sum(calls.values()), **calls, "rounds": longest_chain(world.intervals), "wall": wall}
 
 
-def run_skillgrad(data: Path, world: Scripted, seed: int, variant: str) -> dict[str, Any]:
+def run_skillgrad(
+    python: str, data: Path, world: Scripted, seed: int, variant: str, floor: FirstRequest
+) -> dict[str, Any]:
     httpd = serve(world)
     try:
         with tempfile.TemporaryDirectory(prefix="sg-latency-") as tmp:
@@ -120,7 +125,7 @@ def run_skillgrad(data: Path, world: Scripted, seed: int, variant: str) -> dict[
             out = Path(tmp) / "run"
             sets = [arg for item in VARIANTS[variant] for arg in ("--set", item)]
             command = [
-                sys.executable,
+                python,
                 "-m",
                 "skillgrad.cli",
                 "train",
@@ -147,6 +152,7 @@ def run_skillgrad(data: Path, world: Scripted, seed: int, variant: str) -> dict[
         "stopped": summary["stopped"],
         "own_rounds": summary["rounds"],
         "own_calls": summary["calls"]["by_stage"],
+        "floor": floor.sdk_floor(python, clean_env()),  # beside each run: the same machine load
     }
 
 
@@ -185,6 +191,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--skillopt", action="store_true", help="train SkillOpt 0.2.0 side by side")
     parser.add_argument("--skillopt-src", type=Path, help="a checkout of SkillOpt v0.2.0 (its prompt files)")
     parser.add_argument("--json", type=Path, help="also write every figure here")
+    parser.add_argument(
+        "--dev-env", action="store_true", help="skillgrad on this interpreter's packages (not a fresh venv)"
+    )
     args = parser.parse_args()
     if args.skillopt and args.skillopt_src is None:
         parser.error("--skillopt needs --skillopt-src PATH (see bench/skillopt_side.py)")
@@ -201,7 +210,9 @@ def main() -> int:
     split_rows = splits(data)
     items = world_items(split_rows)
     figures: list[dict[str, Any]] = []
+    floor = FirstRequest()
     with tempfile.TemporaryDirectory(prefix="so-venv-") as venv_dir:
+        python = sys.executable if args.dev_env else str(fresh_venv.install(Path(venv_dir), REPO))
         so = install(Path(venv_dir), args.skillopt_src.resolve()) if args.skillopt else None
         if so is not None:
             print(
@@ -219,10 +230,11 @@ def main() -> int:
                         if system == "skillopt" and so is not None:
                             runs.append(run_skillopt(so, split_rows, world, seed))
                         else:
-                            runs.append(run_skillgrad(data, world, seed, variant))
+                            runs.append(run_skillgrad(python, data, world, seed, variant, floor))
                     row = {"latency": latency, "seed": seed, "system": system, "variant": variant}
                     figures.append({**row, **median_of(runs)})
                     print(f"done: L={latency} seed={seed} {system} {variant}", file=sys.stderr, flush=True)
+    floor.close()
     print_variants([f for f in figures if f["system"] == "skillgrad"])
     if so is not None:
         print_side_by_side(figures)

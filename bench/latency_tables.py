@@ -1,6 +1,8 @@
 """The tables bench/latency.py prints: skillgrad's variants, and skillgrad beside SkillOpt 0.2.0
 with the ratios and the issue's targets (calls <= 0.5x, rounds <= 0.35x, the same or a better
-final val score, skillgrad's wall within 1.1x of L x its rounds)."""
+final val score, skillgrad's wall within 1.1x of L x its rounds). Beside the wall: the same ratio
+net of the SDK floor (bench/first_request.py), what any program on the openai SDK spends from its
+spawn to its first call, measured next to each run."""
 
 from __future__ import annotations
 
@@ -9,21 +11,27 @@ from typing import Any
 CALLS_TARGET, ROUNDS_TARGET, WALL_TARGET = 0.5, 0.35, 1.1
 
 
-def per_round(r: dict[str, Any]) -> float:
-    return float(r["wall"]) / (float(r["latency"]) * max(float(r["rounds"]), 1.0))
+def per_round(r: dict[str, Any], floor: float = 0.0) -> float:
+    return (float(r["wall"]) - floor) / (float(r["latency"]) * max(float(r["rounds"]), 1.0))
+
+
+def net_of_floor(r: dict[str, Any]) -> float:
+    return per_round(r, float(r["floor"]))
 
 
 def print_variants(rows: list[dict[str, Any]]) -> None:
     print(
         "| L (s) | seed | variant | calls | rollout | val | analyst | rounds | wall (s) "
-        "| wall / (L x rounds) | val score | accepted | stopped |"
+        "| wall / (L x rounds) | SDK floor (s) | (wall - floor) / (L x rounds) "
+        "| val score | accepted | stopped |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         counts = " | ".join(f"{r[k]:g}" for k in ("calls", "rollout", "val", "analyst", "rounds"))
         print(
             f"| {r['latency']} | {r['seed']} | {r['variant']} | {counts} | {r['wall']:.2f} | "
-            f"{per_round(r):.2f} | {r['val_score']:.3f} | {r['accepted']:g} | {r['stopped']} |"
+            f"{per_round(r):.2f} | {r['floor']:.2f} | {net_of_floor(r):.2f} | {r['val_score']:.3f} | "
+            f"{r['accepted']:g} | {r['stopped']} |"
         )
     print()
 
@@ -62,15 +70,17 @@ def print_side_by_side(figures: list[dict[str, Any]]) -> None:
     print()
     print(
         "| L (s) | seed | calls sg/SO (<= 0.5) | rounds sg/SO (<= 0.35) | final val sg - SO (>= 0) "
-        "| wall sg/SO | sg wall / (L x rounds) (<= 1.1) | targets missed |"
+        "| wall sg/SO | sg wall / (L x rounds) (<= 1.1) | sg (wall - SDK floor) / (L x rounds) "
+        "| targets missed |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for sg, so in both:
         missed = [name for name, ok in targets(sg, so).items() if not ok]
         print(
             f"| {sg['latency']} | {sg['seed']} | {sg['calls'] / so['calls']:.3f} | "
             f"{sg['rounds'] / so['rounds']:.3f} | {sg['val_score'] - so['val_score']:+.3f} | "
-            f"{sg['wall'] / so['wall']:.2f} | {per_round(sg):.2f} | {', '.join(missed) or 'none'} |"
+            f"{sg['wall'] / so['wall']:.2f} | {per_round(sg):.2f} | {net_of_floor(sg):.2f} | "
+            f"{', '.join(missed) or 'none'} |"
         )
     print()
     print(agreement(figures))

@@ -10,9 +10,13 @@ Figures (medians of `--reps` runs, seconds):
   request, so this is start-up plus shutdown (the interpreter's exit included).
 - `backends`: the whole `skillgrad backends` command (availability of every backend).
 - `config`: the whole `skillgrad config` command (load, validate and print a config).
-With `--other`, the same commands run with that checkout first on PYTHONPATH, interleaved with
-this one's runs, so both see the same machine load. Python's bytecode cache is on for both (as on
-a user's machine; some sandboxes turn it off with PYTHONDONTWRITEBYTECODE).
+- the floor: a bare script that imports the openai SDK and sends one chat completion
+  (bench/first_request.py), from spawn to its first request; no program on the SDK starts faster.
+skillgrad runs from a fresh venv of this checkout with its `openai` extra (bench/fresh_venv.py),
+as a user's install has it; `--dev-env` uses this interpreter's packages instead. With `--other`,
+the same commands run with that checkout first on PYTHONPATH, interleaved with this one's runs,
+so both see the same machine load. Python's bytecode cache is on for both (as on a user's
+machine; some sandboxes turn it off with PYTHONDONTWRITEBYTECODE).
 """
 
 from __future__ import annotations
@@ -24,39 +28,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
 
+import fresh_venv  # noqa: E402
+from first_request import FirstRequest  # noqa: E402
 
-class FirstRequest:
-    def __init__(self) -> None:
-        self.at: float | None = None
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        httpd.daemon_threads = True
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        self.httpd = httpd
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-                if owner.at is None:
-                    owner.at = time.perf_counter()
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                self.send_response(400)  # the run fails fast: only its start-up is measured
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        return Handler
+FLOOR = "bare openai-SDK script -> first request (the floor)"
 
 
 def config(folder: Path, data: Path, port: int) -> Path:
@@ -81,28 +62,26 @@ def env_for(tree: Path) -> dict[str, str]:
     return {**env, "PYTHONPATH": str(tree)}
 
 
-def first_request(tree: Path, cfg: Path, out: Path, server: FirstRequest) -> tuple[float, float]:
-    """(seconds to the first request, seconds the whole process took: the run fails at once)."""
-    server.at = None
-    started = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "skillgrad.cli", "train", "--config", str(cfg), "--out", str(out)],
-        env=env_for(tree),
-        capture_output=True,
-        timeout=300,
-        check=False,
-    )
-    ended = time.perf_counter()
-    if server.at is None:
-        sys.exit(f"{tree}: skillgrad train made no request")
-    return server.at - started, ended - started
+def skillgrad(python: str, *args: str) -> list[str]:
+    return [python, "-m", "skillgrad.cli", *args]
 
 
-def whole(tree: Path, *args: str) -> float:
+def measure(python: str, tree: Path, cfg: Path, out: Path, server: FirstRequest) -> dict[str, float]:
+    env = env_for(tree)
+    train = skillgrad(python, "train", "--config", str(cfg), "--out", str(out))
+    to_first, whole_train = server.time(train, env)
+    return {
+        "train -> first request": to_first,
+        "train, whole process (fails at its first request)": whole_train,
+        "backends": server_free(skillgrad(python, "backends"), env),
+        "config": server_free(skillgrad(python, "config", "--config", str(cfg)), env),
+        FLOOR: server.sdk_floor(python, env),
+    }
+
+
+def server_free(command: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "skillgrad.cli", *args], env=env_for(tree), capture_output=True, timeout=300
-    )
+    subprocess.run(command, env=env, capture_output=True, timeout=300, check=False)
     return time.perf_counter() - started
 
 
@@ -113,30 +92,27 @@ def main() -> int:
     parser.add_argument("--data", type=Path, required=True, help="a QA JSONL with at least 12 items")
     parser.add_argument("--other", type=Path, help="another checkout to measure side by side")
     parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument(
+        "--dev-env", action="store_true", help="use this interpreter and its packages, not a fresh venv"
+    )
     args = parser.parse_args()
     trees = {"this checkout": REPO, **({f"other ({args.other})": args.other} if args.other else {})}
     server = FirstRequest()
     figures: dict[str, dict[str, list[float]]] = {name: {} for name in trees}
     with tempfile.TemporaryDirectory(prefix="sg-startup-") as tmp:
-        cfg = config(Path(tmp), args.data.resolve(), server.httpd.server_address[1])
+        python = sys.executable if args.dev_env else str(fresh_venv.install(Path(tmp), REPO))
+        cfg = config(Path(tmp), args.data.resolve(), server.port)
         for rep in range(args.reps):
-            for name, tree in trees.items():
-                out = Path(tmp) / f"run-{rep}-{len(figures[name].get('train', []))}-{abs(hash(name))}"
-                to_first, whole_train = first_request(tree, cfg, out, server)
-                measured = {
-                    "train -> first request": to_first,
-                    "train, whole process (fails at its first request)": whole_train,
-                    "backends": whole(tree, "backends"),
-                    "config": whole(tree, "config", "--config", str(cfg)),
-                }
-                for key, value in measured.items():
+            for index, (name, tree) in enumerate(trees.items()):
+                out = Path(tmp) / f"run-{rep}-{index}"
+                for key, value in measure(python, tree, cfg, out, server).items():
                     figures[name].setdefault(key, []).append(value)
-    server.httpd.shutdown()
-    keys = list(next(iter(figures.values())))
-    print(f"medians of {args.reps} runs, seconds\n")
+    server.close()
+    where = "this interpreter's packages" if args.dev_env else "a fresh venv of this checkout[openai]"
+    print(f"medians of {args.reps} runs, seconds, {where}\n")
     print("| command | " + " | ".join(trees) + " |")
     print("|---|" + "---|" * len(trees))
-    for key in keys:
+    for key in next(iter(figures.values())):
         print(f"| {key} | " + " | ".join(f"{statistics.median(figures[n][key]):.2f}" for n in trees) + " |")
     return 0
 

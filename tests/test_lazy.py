@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +44,46 @@ def test_the_claude_code_backend_does_not_import_its_sdk_until_used() -> None:
     assert "claude_agent_sdk" not in imported_after(code)
     used = code + "\nskillgrad.backends.claude_code.sdk.ClaudeAgentOptions"
     assert "claude_agent_sdk" in imported_after(used)
+
+
+def test_finding_the_bundled_cli_does_not_import_the_sdk() -> None:
+    import claude_agent_sdk
+
+    from skillgrad.backends.claude_code import bundled_cli
+
+    shipped = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    assert bundled_cli() == (shipped if shipped.is_file() else None)
+    code = "from skillgrad.backends.claude_code import bundled_cli\nassert bundled_cli() is not None"
+    assert shipped.is_file() and "claude_agent_sdk" not in imported_after(code)
+
+
+def test_load_meanwhile_imports_in_the_background_and_leaves_errors_to_the_first_use() -> None:
+    code = (
+        "import threading\nfrom skillgrad.lazy import load_meanwhile\n"
+        "load_meanwhile('jsonschema'); load_meanwhile('no_such_package_skillgrad_test')\n"
+        "[t.join(60) for t in threading.enumerate() if t.name.startswith('load-')]"
+    )
+    loaded = imported_after(code)
+    assert "jsonschema" in loaded and "no_such_package_skillgrad_test" not in loaded
+
+
+def test_a_structured_call_loads_its_validator_while_the_reply_is_awaited() -> None:
+    # The fake model answers only once jsonschema is in sys.modules: it must be loading already.
+    code = (
+        "import sys, time\nfrom skillgrad.backends.structured import complete_structured\n"
+        "from skillgrad.values import Message, Usage\n"
+        "seen = []\n"
+        "def call(messages):\n"
+        "    deadline = time.monotonic() + 30\n"
+        "    while 'jsonschema.validators' not in sys.modules and time.monotonic() < deadline:\n"
+        "        time.sleep(0.01)\n"
+        "    seen.append('jsonschema.validators' in sys.modules)\n"
+        "    return '{\"a\": 1}', Usage()\n"
+        "schema = {'type': 'object', 'required': ['a']}\n"
+        "reply = complete_structured(\n"
+        "    call, [Message('user', 'x')], schema, backend='b', stage='s', retries=0\n"
+        ")\n"
+        "assert reply.data == {'a': 1}\n"
+        "assert seen == [True], 'jsonschema was not loading during the call'"
+    )
+    assert "jsonschema" in imported_after(code)

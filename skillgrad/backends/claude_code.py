@@ -23,6 +23,7 @@ Environment variables reach the CLI only through `ClaudeAgentOptions.env`; os.en
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -62,8 +63,15 @@ _TRANSIENT_STATUS = re.compile(r"\b(429|5\d\d)\b")
 
 
 def bundled_cli() -> Path | None:
-    path = Path(sdk.__file__).parent / "_bundled" / "claude"
-    return path if path.is_file() else None
+    """The CLI the SDK ships in its package folder. Found through the import system's spec, so
+    looking (`skillgrad backends`, a run's set-up) does not execute the SDK's package (0.5 s)."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        path = Path(folder) / "_bundled" / "claude"
+        if path.is_file():
+            return path
+    return None
 
 
 def find_cli(cfg: Config) -> str | None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.errors import StructuredOutputError
-from skillgrad.lazy import lazy_import
+from skillgrad.lazy import lazy_import, load_meanwhile
 from skillgrad.templates import render
 from skillgrad.values import Message, Reply, Usage
 
@@ -75,6 +75,7 @@ def complete_structured(
     if schema is None:
         text, used = call(messages)
         return Reply(text=text, usage=used)
+    load_meanwhile("jsonschema")  # the reply is validated with it: it loads while the call waits
     usage = Usage()
     convo = list(messages)
     text = ""

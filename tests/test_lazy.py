@@ -87,3 +87,14 @@ def test_a_structured_call_loads_its_validator_while_the_reply_is_awaited() -> N
         "assert seen == [True], 'jsonschema was not loading during the call'"
     )
     assert "jsonschema" in imported_after(code)
+
+
+def test_rich_loads_only_for_a_terminal() -> None:
+    code = (
+        "import io, pathlib, tempfile\nimport skillgrad.cli, skillgrad.session.commands\n"
+        "from skillgrad.observe.progress import make_observers\n"
+        "make_observers(pathlib.Path(tempfile.mkdtemp()), io.StringIO())"
+    )
+    assert "rich" not in imported_after(code)
+    terminal = code.replace("io.StringIO())", "io.StringIO(), force_tty=True)[0].live.stop()")
+    assert "rich" in imported_after(terminal)

@@ -1,4 +1,5 @@
-"""Observers that show a run while it runs: a rich live display, a plain printer, and train.log.
+"""Observers that show a run while it runs: a rich live display (`observe.live`, loaded only for a
+terminal), a plain printer, and train.log.
 
 All three consume the event vocabulary of `skillgrad.loop.events` and share one formatter, so the
 terminal, a CI log and `<out>/train.log` tell the same story in the same words. Usage semantics
@@ -12,12 +13,6 @@ import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
-
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
 from skillgrad.loop.events import Observer
 from skillgrad.loop.records import StepEnd
@@ -104,7 +99,7 @@ def describe(kind: str, fields: dict[str, Any]) -> str:
     return f"{kind}: {extra}"
 
 
-def _stamp(fields: dict[str, Any]) -> str:
+def stamp(fields: dict[str, Any]) -> str:
     return f"[{float(fields.get('time', 0.0)):8.1f}s]"
 
 
@@ -119,7 +114,7 @@ class PlainObserver:
         self.stream = stream
 
     def event(self, kind: str, fields: dict[str, Any]) -> None:
-        self.stream.write(f"{_stamp(fields)} {describe(kind, fields)}\n")
+        self.stream.write(f"{stamp(fields)} {describe(kind, fields)}\n")
         self.stream.flush()
 
     def close(self) -> None:
@@ -150,156 +145,6 @@ class LogFileObserver:
 
 
 # ---------------------------------------------------------------------------------------------
-# rich live display
-
-
-_ACTION_STYLE = {"accepted": "bold green", "rejected": "red", "skipped": "yellow"}
-
-
-class RichObserver:
-    """Live terminal view: step header, one progress bar per stage, scores, usage by role."""
-
-    def __init__(self, console: Console, *, auto_refresh: bool = True) -> None:
-        self.console = console
-        self.progress = Progress(
-            TextColumn("{task.description:<22}"),
-            BarColumn(bar_width=None),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            expand=True,
-        )
-        self._started = False
-        self._steps_task: TaskID | None = None
-        self._stage_tasks: dict[str, TaskID] = {}
-        self.epoch: Any = None
-        self.step: Any = None
-        self.epochs: Any = None
-        self.total_steps: Any = None
-        self.current_score: float | None = None
-        self.best_score: float | None = None
-        self.usage: dict[str, Usage] = {}
-        # created last: Live renders the header once at construction, so the state must exist
-        self.live = Live(
-            get_renderable=self._render,
-            console=console,
-            auto_refresh=auto_refresh,
-            refresh_per_second=4,
-            transient=False,
-        )
-
-    # -- rendering ----------------------------------------------------------------------------
-
-    def _header(self) -> Table:
-        grid = Table.grid(padding=(0, 2))
-        grid.add_column(style="bold cyan")
-        grid.add_column()
-        step = "-" if self.step is None else f"{self.step}/{self.total_steps or '?'}"
-        epoch = "-" if self.epoch is None else f"{self.epoch}/{self.epochs or '?'}"
-        grid.add_row("progress", f"epoch {epoch}   step {step}")
-        grid.add_row(
-            "validation",
-            f"current {fmt_score(self.current_score)}   [bold green]best {fmt_score(self.best_score)}[/]",
-        )
-        for role, u in sorted(self.usage.items()):
-            grid.add_row(
-                role,
-                f"{fmt_tokens(u.input_tokens)} in / {fmt_tokens(u.output_tokens)} out tokens, "
-                f"{u.calls} calls, {fmt_cost(u.cost_usd)}",
-            )
-        return grid
-
-    def _render(self) -> RenderableType:
-        return Group(self._header(), self.progress)
-
-    # -- events -------------------------------------------------------------------------------
-
-    def _ensure_live(self) -> None:
-        if not self._started:
-            self.live.start()
-            self._started = True
-
-    def event(self, kind: str, fields: dict[str, Any]) -> None:
-        self._ensure_live()
-        handler = getattr(self, f"_on_{kind}", None)
-        if handler is not None:
-            handler(fields)
-        if kind == "message":
-            self._print(fields, describe(kind, fields), "italic")
-        self.live.refresh()
-
-    def _print(self, fields: dict[str, Any], line: str, style: str = "") -> None:
-        # Text, not markup: task ids and messages may contain "[...]" that rich would parse
-        self.console.print(Text.assemble((_stamp(fields), "dim"), " ", (line, style)))
-
-    def _on_run_start(self, f: dict[str, Any]) -> None:
-        self.epochs, self.total_steps = f.get("epochs"), f.get("total_steps")
-        self._print(f, describe("run_start", f), "bold")
-        if self.total_steps:
-            self._steps_task = self.progress.add_task("steps", total=self.total_steps)
-
-    def _on_stage_start(self, f: dict[str, Any]) -> None:
-        if f.get("epoch") is not None:
-            self.epoch = f["epoch"]
-        stage = str(f.get("stage"))
-        # one bar per stage of the current step; a new step drops the previous step's bars so the
-        # view stays a few lines high however long the run is
-        if f.get("step") != self.step or stage in self._stage_tasks:
-            for task_id in self._stage_tasks.values():
-                self.progress.remove_task(task_id)
-            self._stage_tasks = {}
-        self.step = f.get("step", self.step)
-        label = stage if f.get("step") is None else f"{stage} (step {f['step']})"
-        self._stage_tasks[stage] = self.progress.add_task(label, total=f.get("total") or None)
-
-    def _on_task_done(self, f: dict[str, Any]) -> None:
-        task_id = self._stage_tasks.get(str(f.get("stage")))
-        if task_id is not None:
-            self.progress.update(task_id, completed=f.get("done", 0), total=f.get("total") or None)
-
-    def _on_stage_end(self, f: dict[str, Any]) -> None:
-        task_id = self._stage_tasks.get(str(f.get("stage")))
-        if task_id is not None:
-            total = self.progress.tasks[self.progress.task_ids.index(task_id)].total or 1
-            self.progress.update(task_id, completed=total, total=total)
-        if f.get("stage") == "baseline" and f.get("mean_score") is not None:
-            self.current_score = self.best_score = float(f["mean_score"])
-        if f.get("mean_score") is not None:
-            self._print(f, describe("stage_end", f))
-
-    def _on_step_end(self, f: dict[str, Any]) -> None:
-        end = StepEnd.from_json(f)
-        action = end.action
-        if action == "accepted" and end.val_score is not None:
-            self.current_score = end.val_score
-        elif end.current_score is not None:
-            self.current_score = end.current_score
-        if end.best_score is not None:
-            self.best_score = end.best_score
-        totals = usage_by_role(end.usage)
-        if totals:
-            self.usage = totals
-        if self._steps_task is not None:
-            self.progress.advance(self._steps_task)
-        style = _ACTION_STYLE.get(action, "")
-        self._print(f, describe("step_end", f), style)
-
-    def _on_run_end(self, f: dict[str, Any]) -> None:
-        totals = usage_by_role(f.get("usage"))
-        if totals:
-            self.usage = totals
-        if f.get("best_score") is not None:
-            self.best_score = float(f["best_score"])
-        self._print(f, describe("run_end", f), "bold")
-
-    def close(self) -> None:
-        if self._started:
-            self.live.refresh()
-            self.live.stop()
-            self._started = False
-
-
-# ---------------------------------------------------------------------------------------------
 # factory
 
 
@@ -309,7 +154,10 @@ def make_observers(
     """Terminal observer (rich live on a TTY, plain lines otherwise) plus `<out_dir>/train.log`."""
     stream = stream if stream is not None else sys.stdout
     tty = force_tty if force_tty is not None else bool(getattr(stream, "isatty", lambda: False)())
-    terminal: Observer = (
-        RichObserver(Console(file=stream, force_terminal=True)) if tty else PlainObserver(stream)
-    )
+    if tty:
+        from skillgrad.observe.live import live_observer  # rich: only a terminal pays its import
+
+        terminal: Observer = live_observer(stream)
+    else:
+        terminal = PlainObserver(stream)
     return [terminal, LogFileObserver(out_dir / RunFiles.LOG)]

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 BARE_SDK = """
@@ -57,19 +58,23 @@ class FirstRequest:
 
         return Handler
 
-    def time(self, command: Sequence[str], env: Mapping[str, str]) -> tuple[float, float]:
-        """(seconds from the spawn to the first request read, seconds the whole process took)."""
+    def time(
+        self, command: Sequence[str], env: Mapping[str, str], cwd: Path | None = None
+    ) -> tuple[float, float]:
+        """(seconds from the spawn to the first request read, seconds the whole process took).
+        Run it in a folder of its own (`cwd`): `python -m` puts the working directory first on
+        sys.path, so a checkout there would shadow the one the command is meant to run."""
         self.at = None
         started = time.perf_counter()
-        subprocess.run(list(command), env=dict(env), capture_output=True, timeout=300, check=False)
+        subprocess.run(list(command), env=dict(env), cwd=cwd, capture_output=True, timeout=300, check=False)
         ended = time.perf_counter()
         if self.at is None:
             raise SystemExit(f"{' '.join(command[:4])}: made no request")
         return self.at - started, ended - started
 
-    def sdk_floor(self, python: str, env: Mapping[str, str]) -> float:
+    def sdk_floor(self, python: str, env: Mapping[str, str], cwd: Path | None = None) -> float:
         """Seconds from the spawn of a bare openai-SDK script to its first request."""
-        return self.time([python, "-c", BARE_SDK.format(port=self.port)], env)[0]
+        return self.time([python, "-c", BARE_SDK.format(port=self.port)], env, cwd)[0]
 
     def close(self) -> None:
         self.httpd.shutdown()

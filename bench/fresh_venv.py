@@ -36,5 +36,8 @@ def install(folder: Path, checkout: Path, extras: str = "openai") -> Path:
         check=False,
     )
     if done.returncode != 0:
-        sys.exit(f"skillgrad could not be installed from {checkout}: {done.stderr.strip()[-400:]}")
+        sys.exit(
+            f"skillgrad could not be installed from {checkout} into a fresh venv (pass --dev-env to "
+            f"use this interpreter's packages instead): {done.stderr.strip()[-400:]}"
+        )
     return venv / "bin" / "python"

@@ -135,10 +135,11 @@ def run_skillgrad(
                 str(out),
             ]
             started = time.perf_counter()
-            proc = subprocess.run(
-                [*command, *sets], capture_output=True, text=True, env=clean_env(), timeout=600, check=False
+            proc = subprocess.run(  # not in a checkout: `-m` would import the one in the cwd
+                [*command, *sets], capture_output=True, text=True, env=clean_env(), cwd=tmp, timeout=600
             )
             wall = time.perf_counter() - started
+            sdk_floor = floor.sdk_floor(python, clean_env(), Path(tmp))  # beside the run: same load
             if proc.returncode != 0:
                 sys.exit(f"skillgrad failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
             summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -152,7 +153,7 @@ def run_skillgrad(
         "stopped": summary["stopped"],
         "own_rounds": summary["rounds"],
         "own_calls": summary["calls"]["by_stage"],
-        "floor": floor.sdk_floor(python, clean_env()),  # beside each run: the same machine load
+        "floor": sdk_floor,
     }
 
 

@@ -67,21 +67,25 @@ def skillgrad(python: str, *args: str) -> list[str]:
 
 
 def measure(python: str, tree: Path, cfg: Path, out: Path, server: FirstRequest) -> dict[str, float]:
-    env = env_for(tree)
+    """Every command once, run in `cfg`'s folder: not in a checkout, which `python -m` would put
+    first on sys.path, ahead of the tree on PYTHONPATH."""
+    env, cwd = env_for(tree), cfg.parent
     train = skillgrad(python, "train", "--config", str(cfg), "--out", str(out))
-    to_first, whole_train = server.time(train, env)
+    to_first, whole_train = server.time(train, env, cwd)
     return {
         "train -> first request": to_first,
         "train, whole process (fails at its first request)": whole_train,
-        "backends": server_free(skillgrad(python, "backends"), env),
-        "config": server_free(skillgrad(python, "config", "--config", str(cfg)), env),
-        FLOOR: server.sdk_floor(python, env),
+        "backends": server_free(skillgrad(python, "backends"), env, cwd),
+        "config": server_free(skillgrad(python, "config", "--config", str(cfg)), env, cwd),
+        FLOOR: server.sdk_floor(python, env, cwd),
     }
 
 
-def server_free(command: list[str], env: dict[str, str]) -> float:
+def server_free(command: list[str], env: dict[str, str], cwd: Path) -> float:
     started = time.perf_counter()
-    subprocess.run(command, env=env, capture_output=True, timeout=300, check=False)
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, timeout=300, check=False)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command[1:4])} failed ({done.returncode}): {done.stderr.decode()[-400:]}")
     return time.perf_counter() - started
 
 

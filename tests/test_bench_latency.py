@@ -20,6 +20,7 @@ from skillgrad.traces.steps import TraceCaps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
+import first_request  # noqa: E402
 import latency_tables  # noqa: E402
 import latency_world as lw  # noqa: E402
 import skillopt_side  # noqa: E402
@@ -182,3 +183,20 @@ def test_server_counts_are_checked_against_each_systems_own() -> None:
     skillgrad_run["own_calls"]["optimizer/reflect"] = 3
     skillopt_run["unknown"] = 1
     assert "WARNING" in latency_tables.agreement(figures)
+
+
+def test_the_wall_ratio_net_of_the_sdk_floor() -> None:
+    run = {"wall": 6.0, "latency": 0.5, "rounds": 10, "floor": 0.5}
+    assert latency_tables.per_round(run) == pytest.approx(1.2)
+    assert latency_tables.net_of_floor(run) == pytest.approx(1.1)
+
+
+def test_the_sdk_floor_is_a_real_sdk_request_and_a_silent_command_is_refused() -> None:
+    server = first_request.FirstRequest()
+    try:
+        floor = server.sdk_floor(sys.executable, {"PATH": "/usr/bin:/bin"})
+        assert 0 < floor < 60 and server.at is not None
+        with pytest.raises(SystemExit, match="made no request"):
+            server.time([sys.executable, "-c", "pass"], {"PATH": "/usr/bin:/bin"})
+    finally:
+        server.close()

@@ -64,7 +64,8 @@ _TRANSIENT_STATUS = re.compile(r"\b(429|5\d\d)\b")
 
 def bundled_cli() -> Path | None:
     """The CLI the SDK ships in its package folder. Found through the import system's spec, so
-    looking (`skillgrad backends`, a run's set-up) does not execute the SDK's package (0.5 s)."""
+    looking (`skillgrad backends`, a run's set-up) does not execute the SDK's package (with mcp,
+    about a second)."""
     spec = importlib.util.find_spec("claude_agent_sdk")
     folders = list(spec.submodule_search_locations or []) if spec else []
     for folder in folders:

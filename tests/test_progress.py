@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.text import Text
 
 from skillgrad.loop.events import Events
+from skillgrad.observe.formatting import describe
 from skillgrad.observe.live import RichObserver
-from skillgrad.observe.progress import LogFileObserver, PlainObserver, describe, make_observers
+from skillgrad.observe.progress import LogFileObserver, PlainObserver, make_observers
 from tests.report_fixture import make_run, run_events
 
 

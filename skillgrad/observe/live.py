@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from skillgrad.loop.records import StepEnd
-from skillgrad.observe.progress import describe, fmt_cost, fmt_score, fmt_tokens, stamp, usage_by_role
+from skillgrad.observe.formatting import describe, fmt_cost, fmt_score, fmt_tokens, stamp, usage_by_role
 from skillgrad.values import Usage
 
 _ACTION_STYLE = {"accepted": "bold green", "rejected": "red", "skipped": "yellow"}

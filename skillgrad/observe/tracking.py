@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from skillgrad.errors import UserError
 from skillgrad.loop.events import Observer
 from skillgrad.loop.records import StepEnd
-from skillgrad.observe.progress import usage_by_role
+from skillgrad.observe.formatting import usage_by_role
 from skillgrad.redact import Redactor
 from skillgrad.run_folder import RunFiles
 from skillgrad.values import Usage

@@ -26,6 +26,12 @@ the previous release: one wave, no overlap). `--skillopt` (with `--skillopt-src`
 bench/skillopt_side.py) trains SkillOpt 0.2.0 on the same server for every latency and seed and
 prints both systems side by side with the ratios skillgrad `default` / SkillOpt and the issue's
 targets. Medians over `--reps` repetitions.
+
+skillgrad runs from a fresh venv of this checkout with its `openai` extra (bench/fresh_venv.py; as
+SkillOpt runs from its own), outside any checkout; `--dev-env` runs it on this interpreter's
+packages. Beside each of its runs the script times the SDK floor (bench/first_request.py): a bare
+openai-SDK script from its spawn to its first request, which no program on the SDK can beat; the
+tables give the wall ratio with and without it.
 """
 
 from __future__ import annotations

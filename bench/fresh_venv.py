@@ -21,11 +21,11 @@ SOURCES = ("pyproject.toml", "README.md", "skillgrad")
 def install(folder: Path, checkout: Path, extras: str = "openai") -> Path:
     """Make a venv under `folder` with `checkout[extras]` installed (not editable); its python."""
     source = folder / "skillgrad-source"
+    source.mkdir(parents=True)
     for name in SOURCES:
         if (checkout / name).is_dir():
             shutil.copytree(checkout / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
-            source.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(checkout / name, source / name)
     venv = folder / "skillgrad-venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

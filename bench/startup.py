@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import fresh_venv  # noqa: E402
 from first_request import FirstRequest  # noqa: E402
+from skillopt_side import clean_env  # noqa: E402
 
 FLOOR = "bare openai-SDK script -> first request (the floor)"
 
@@ -58,8 +58,7 @@ def config(folder: Path, data: Path, port: int) -> Path:
 
 
 def env_for(tree: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    return {**env, "PYTHONPATH": str(tree)}
+    return {**clean_env(), "PYTHONPATH": str(tree)}
 
 
 def skillgrad(python: str, *args: str) -> list[str]:

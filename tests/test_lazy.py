@@ -52,9 +52,9 @@ def test_finding_the_bundled_cli_does_not_import_the_sdk() -> None:
     from skillgrad.backends.claude_code import bundled_cli
 
     shipped = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-    assert bundled_cli() == (shipped if shipped.is_file() else None)
+    assert shipped.is_file() and bundled_cli() == shipped
     code = "from skillgrad.backends.claude_code import bundled_cli\nassert bundled_cli() is not None"
-    assert shipped.is_file() and "claude_agent_sdk" not in imported_after(code)
+    assert "claude_agent_sdk" not in imported_after(code)
 
 
 def test_load_meanwhile_imports_in_the_background_and_leaves_errors_to_the_first_use() -> None:

@@ -60,6 +60,9 @@ class _Item:
     relabellings: int
 
 
+_Pairs = list[tuple[list[int], list[int]]]  # each item's quantised (candidate, incumbent) outcomes
+
+
 def _quantise(score: float) -> int:
     return round(min(1.0, max(0.0, float(score))) * LEVELS)
 
@@ -86,9 +89,7 @@ def _item(mine: Sequence[int], theirs: Sequence[int]) -> _Item:
     return _Item(statistic(sum(mine)), null, count)
 
 
-def _pairs(
-    candidate: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]
-) -> list[tuple[list[int], list[int]]]:
+def _pairs(candidate: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]) -> _Pairs:
     """Each item's quantised (candidate, incumbent) outcomes. Every item needs the same number of
     outcomes on both sides (ValueError otherwise: an unpaired comparison is a caller bug)."""
     pairs = []
@@ -104,14 +105,17 @@ def paired_effect(
     candidate: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]
 ) -> float:
     """Mean over the incumbent's items of (candidate mean - incumbent mean), on quantised scores."""
-    pairs = _pairs(candidate, incumbent)
+    return _effect(_pairs(candidate, incumbent))
+
+
+def _effect(pairs: _Pairs) -> float:
     total = sum((sum(mine) - sum(theirs)) / (len(theirs) * LEVELS) for mine, theirs in pairs)
     return total / len(pairs) if pairs else 0.0
 
 
-def _items(candidate: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]) -> list[_Item]:
+def _items(pairs: _Pairs) -> list[_Item]:
     # an item whose outcomes are all equal has likelihood ratio 1 under every relabelling: it adds 0
-    return [_item(mine, theirs) for mine, theirs in _pairs(candidate, incumbent) if len({*mine, *theirs}) > 1]
+    return [_item(mine, theirs) for mine, theirs in pairs if len({*mine, *theirs}) > 1]
 
 
 def _tail(items: list[_Item], threshold: int) -> float:
@@ -139,9 +143,10 @@ def paired_permutation_test(
     candidate: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]
 ) -> PairedTest:
     """Compare on the incumbent's items (see `_pairs` for the pairing contract)."""
-    items = _items(candidate, incumbent)
+    pairs = _pairs(candidate, incumbent)
+    items = _items(pairs)
     p_value = _tail(items, sum(i.observed for i in items))
-    return PairedTest(paired_effect(candidate, incumbent), p_value, len(incumbent), len(items))
+    return PairedTest(_effect(pairs), p_value, len(incumbent), len(items))
 
 
 def _full_marks_tail(known: Sequence[float], theirs: Sequence[float]) -> float:
@@ -168,7 +173,7 @@ def p_value_floor(partial: Mapping[str, Sequence[float]], incumbent: Mapping[str
     An item the incumbent has full marks on cannot help (the candidate ties it, or its total is
     the least its relabellings give), so it adds to neither."""
     done = {item: partial[item] for item in incumbent if len(partial.get(item, ())) == len(incumbent[item])}
-    items = _items(done, {item: incumbent[item] for item in done})
+    items = _items(_pairs(done, {item: incumbent[item] for item in done}))
     observed = sum(i.observed for i in items)
     gap, product = 0, 1.0
     for item, theirs in incumbent.items():

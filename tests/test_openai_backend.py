@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import urllib.parse
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -296,6 +298,22 @@ def test_roles_of_a_run_share_a_client_per_endpoint_and_key(server: ScriptedOpen
         assert other.requests[0].headers["authorization"] == "Bearer sk-other"
     assert {r.headers["authorization"] for r in server.requests} == {f"Bearer {SECRET}"}
     assert backends.chat("target")._client is not Backends(cfg).chat("target")._client  # per run
+
+
+def test_fake_server_ignores_a_request_cut_short_by_a_dying_client() -> None:
+    # A client killed mid-request (a Ray worker, in tests/test_ray_e2e.py) leaves fewer bytes
+    # than its Content-Length, maybe none: that is no request, not an empty one for the handler.
+    seen: list[Request] = []
+    with ScriptedOpenAI(lambda request: seen.append(request) or Text("x")) as fake:
+        host, port = urllib.parse.urlsplit(fake.base_url).netloc.split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}\r\nContent-Length: 200\r\n\r\n"
+            conn.sendall(head.encode())  # killed before its body: not one byte of it arrives
+            conn.shutdown(socket.SHUT_WR)
+            conn.recv(65536)  # the fake's answer (or the close): the request was handled by then
+        complete = openai_compat.create_chat(make_cfg(fake.base_url), "optimizer")
+        assert complete.complete(MESSAGES, stage="x").text == "x"
+    assert len(fake.requests) == len(seen) == 1 and seen[0]["model"] == openai_compat.DEFAULT_MODEL
 
 
 def test_fake_server_records_and_reraises_handler_errors() -> None:

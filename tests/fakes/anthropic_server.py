@@ -27,10 +27,9 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.fakes.local_http import LocalHTTPServer
+from tests.fakes.local_http import JsonHandler, LocalHTTPServer
 
 _ids = itertools.count(1)
 
@@ -207,13 +206,8 @@ def _stream_events(model: str, reply: FakeReply) -> Iterator[bytes]:
 _ERROR_TYPES = {429: "rate_limit_error", 529: "overloaded_error", 400: "invalid_request_error"}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body are two writes (see local_http.JsonHandler)
+class _Handler(JsonHandler):
     server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - base-class signature
-        pass  # keep test output clean
 
     def _send_json(self, status: int, payload: dict[str, Any], extra: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -236,12 +230,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_POST(self) -> None:  # noqa: N802
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b"{}"
-        try:
-            body = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
-            body = {}
+        body = self.read_json_object()
+        if body is None:  # not JSON, or cut short by a dying client: no request to record
+            error = {"type": "invalid_request_error", "message": "the body is not a JSON object (fake)"}
+            self._send_json(400, {"type": "error", "error": error})
+            return
         req = FakeRequest(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         self.server.record(req)
         if not self.path.split("?")[0].rstrip("/").endswith("/v1/messages"):

@@ -54,8 +54,12 @@ class JsonHandler(BaseHTTPRequestHandler):
         return self.path.split("?", 1)[0].rstrip("/")
 
     def read_json_object(self) -> dict[str, Any] | None:
-        """The request body as a JSON object; None when it is not one."""
-        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        """The request body as a JSON object; None when it is not one, or when it is cut short (a
+        client killed mid-request leaves fewer bytes than its Content-Length, maybe none)."""
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if len(raw) < length:
+            return None
         try:
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:

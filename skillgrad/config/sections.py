@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, field_validator
 from pydantic_core import PydanticCustomError
 
 from skillgrad.backend_specs import BACKENDS, DEFAULT_BACKEND, backend_names, spec_for
@@ -41,6 +41,21 @@ class BenchmarkConfig(_Section):
     test_size: int = Field(0, ge=0)
     seed: int = 0
     options: dict[str, Any] = Field(default_factory=dict)  # benchmark-specific settings
+    # Activation (optimizer.target: description | both; see skillgrad/activation): the queries
+    # that should and should not load the skill, and the other skills installed beside it.
+    triggers: str | None = None  # JSONL of {query, should_trigger}; None: task questions + negatives
+    trigger_negatives: str | None = None  # JSONL of requests that must not load it ({query} or {question})
+    trigger_split: tuple[float, float, float] = (0.5, 0.25, 0.25)  # train / val / test shares
+    trigger_repeats: int = Field(3, ge=1, le=8)  # runs of each query per skill: its trigger rate
+    trigger_max_turns: int = Field(4, ge=1)  # a harness's turns (Claude) / tool calls (Codex) per query
+    distractor_skills: str | None = None  # folder of skill folders installed beside it; None: shipped
+
+    @field_validator("trigger_split")
+    @classmethod
+    def _shares(cls, value: tuple[float, float, float]) -> tuple[float, float, float]:
+        if min(value) < 0 or value[0] <= 0 or value[1] <= 0:
+            raise ValueError("three shares [train, val, test]: train and val above 0, test 0 or more")
+        return value
 
 
 class SkillConfig(_Section):
@@ -55,6 +70,9 @@ class SkillConfig(_Section):
     # in characters; the rest are listed with their size and first lines.
     prompt_chars: int = Field(12000, ge=1000)
     self_test_timeout_s: float = Field(60.0, gt=0)  # a package's front-matter `self_test` command
+    # The description's limit in characters (Agent Skills: at most 1024), in the analyst's reply
+    # schema; an initial description longer than this is refused.
+    description_chars: int = Field(1024, ge=40, le=1024)
 
 
 class ModelConfig(_Section):
@@ -189,6 +207,9 @@ class OptimizerConfig(_Section):
     max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
     allow_task_text: bool = False  # keep edits that copy a task's question, context or answer
     task_text_ngram: int = Field(10, ge=3)  # shared consecutive words that make an edit a copy
+    # What the run trains: the body on tasks, the description on triggers (when the harness loads
+    # the skill), or both in alternating steps (skillgrad/activation).
+    target: Literal["body", "description", "both"] = "body"
 
 
 class BudgetConfig(_Section):
@@ -233,7 +254,9 @@ class Config(_Section):
     def portable(self) -> Config:
         """A copy whose file paths are absolute, so it means the same when reloaded elsewhere."""
         copy = self.model_copy(deep=True)
-        for section, key in (("benchmark", "data"), ("skill", "init"), ("cache", "dir")):
+        paths = [("benchmark", "data"), ("skill", "init"), ("cache", "dir")]
+        paths += [("benchmark", k) for k in ("triggers", "trigger_negatives", "distractor_skills")]
+        for section, key in paths:
             value = getattr(getattr(copy, section), key)
             if value and self.resolve_path(value).exists():  # hub ids and the like stay as given
                 setattr(getattr(copy, section), key, str(self.resolve_path(value).resolve()))

@@ -24,7 +24,7 @@ from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
-from skillgrad.loop.gate import mean_of
+from skillgrad.loop.interleaved import Interleaved
 from skillgrad.loop.plan import Plan, Splits, make_plan, steps_per_epoch
 from skillgrad.loop.records import GateRecord, StepEnd, StepRecord
 from skillgrad.loop.reflection import Reflection, propose_and_select
@@ -54,6 +54,7 @@ class Trainer:
         ledger: Ledger,
         initial_skill: str,
         strategies: Strategies,
+        interleaved: Interleaved | None = None,
     ) -> None:
         self.cfg = cfg
         self.benchmark = benchmark
@@ -64,6 +65,8 @@ class Trainer:
         self.initial_skill = initial_skill
         self.gate = strategies.gate
         self.schedule = strategies.schedule
+        self.metric, self.test_repeats = strategies.metric, strategies.test_repeats
+        self.interleaved = interleaved
         self.candidates = Candidates(cfg, run, events, strategies.merger, strategies.ranker)
         self.accounting = Accounting(ledger)
         self.runner = RolloutRunner(cfg, benchmark, roles, run, events, self.accounting)
@@ -168,8 +171,10 @@ class Trainer:
             return replace(started, skip_reason=blocked)
         val, incumbent = self._validate(state, step, candidate, nxt)
         decision = judge(self.gate, val, incumbent)
-        score = mean_of(val.results)
-        gate = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer)
+        score = self.metric(val.results)
+        gate = replace(
+            GateRecord.of(decision, val, state.current_score, self.cfg.optimizer), candidate_score=score
+        )
         self.run.write_gate(step, gate.to_json())
         version = None
         if decision.accepted:
@@ -282,6 +287,8 @@ class Trainer:
                 self.ahead = Ahead(pool) if self.cfg.train.overlap else None
                 try:
                     state, stopped, reason = self._steps(state, total_steps)
+                    if self.interleaved is not None:
+                        self.interleaved.finish(state)
                 finally:
                     if self.ahead is not None:
                         self.ahead.drain()
@@ -325,6 +332,8 @@ class Trainer:
             if state.rejected_epoch != epoch:
                 state.rejected_edits, state.rejected_epoch = [], epoch
             self.step(state, plan, index, total_steps)
+            if self.interleaved is not None:
+                self.interleaved.after_step(state, step)
             self.checkpoint(state)
         return state, "completed", None
 
@@ -333,7 +342,7 @@ class Trainer:
         self.run.write_skill(0, text)
         self.run.write_best_skill(text)
         val = self.full_validation(0, text, "baseline", {})
-        score = mean_of(val.results)
+        score = self.metric(val.results)
         state = TrainState(current_text=text, current_score=score, baseline_score=score, best_score=score)
         state.val_results[SkillDoc(text).content_hash] = val.results
         self.checkpoint(state)
@@ -348,20 +357,33 @@ class Trainer:
         self.run.write_state({**state.to_json(), "ledger": self.ledger.to_json()})
 
     def final_test(self, state: TrainState) -> dict[str, Any]:
-        tasks = self.benchmark_split("test")
+        """The initial and the best skill on the test split, each item `test_repeats` times
+        (repeat r > 0 under `test/vNNNN-r{r+1}`)."""
+        units = [ValUnit(task, r) for r in range(self.test_repeats) for task in self.benchmark_split("test")]
         results: dict[str, Any] = {}
-        versions = sorted({0, state.best_version})
-        for version in versions:
-            text = self.run.read_skill(version)
+        for version in sorted({0, state.best_version}):
             prefix = self.run.test_dir(version)
-            results[version_name(version)] = mean_score(
-                self.runner.rollouts(tasks, text, prefix, "test", state.step)
+            folders = [
+                prefix.with_name(f"{prefix.name}-r{u.repeat + 1}") if u.repeat else prefix for u in units
+            ]
+            rollouts = self.runner.rollouts(
+                [u.task for u in units],
+                self.run.read_skill(version),
+                folders.__getitem__,
+                "test",
+                state.step,
+                [u.repeat for u in units],
             )
-        return {
+            per_item: dict[str, list[float]] = {}
+            for rollout in rollouts:
+                per_item.setdefault(rollout.task.id, []).append(rollout.score.value)
+            results[version_name(version)] = self.metric(per_item)
+        test = {
             "baseline": results["v0000"],
             "best": results[version_name(state.best_version)],
             "by_version": results,
         }
+        return test if self.interleaved is None else {**test, **self.interleaved.final_test(state)}
 
     def summary(
         self,
@@ -388,5 +410,7 @@ class Trainer:
         }
         if error:
             summary["error"] = error
+        if self.interleaved is not None:
+            summary.update(self.interleaved.summary())
         self.run.write_summary(summary)
         return summary

@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgrad.activation.description import check_description
 from skillgrad.backend_specs import spec_for
-from skillgrad.backends.base import ChatModel
+from skillgrad.backends.base import Agent, ChatModel
 from skillgrad.backends.registry import Backends
 from skillgrad.benchmarks.base import Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
@@ -57,6 +59,7 @@ def initial_skill(cfg: Config) -> str:
     path = cfg.resolve_path(cfg.skill.init)
     text = read_skill(path)
     check_initial_package(cfg, path, text)
+    check_description(cfg, path, text)
     return text
 
 
@@ -117,11 +120,14 @@ def build_roles(
     judge: bool = False,
     journal: PaidJournal | None = None,
     executor: Executor | None = None,
+    activation: Callable[[Agent], tuple[Agent, dict[str, Any]]] | None = None,
 ) -> Roles:
     """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. Each
     paid call goes to `journal` as it returns (usage across crashes, see skillgrad.budget). A
     judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way. The
-    target runs where `executor` puts it; the cache around it stays in the driver."""
+    target runs where `executor` puts it; the cache around it stays in the driver. `activation`
+    makes the same target into the one that measures when the skill is loaded (with what else
+    shapes its runs): `Roles.trigger_agent` (skillgrad.activation)."""
     m = cfg.model
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
@@ -147,15 +153,24 @@ def build_roles(
         "effort": m.effort_for("target"),
         **target.cache_settings(cfg),
     }
-    agent = CachedAgent(
-        (executor or ThreadExecutor()).agent(backends.agent()),
-        cache,
-        salt=cfg.cache.salt,
-        settings=settings,
-        snapshot_workspace=target.harness,
-        redact_file=redactor.redact_bytes,
-        on_paid=(lambda usage: journal.add("target", None, usage)) if journal else None,
-    )
+
+    def cached(inner: Agent, settings: dict[str, Any]) -> CachedAgent:
+        return CachedAgent(
+            inner,
+            cache,
+            salt=cfg.cache.salt,
+            settings=settings,
+            snapshot_workspace=target.harness,
+            redact_file=redactor.redact_bytes,
+            on_paid=(lambda usage: journal.add("target", None, usage)) if journal else None,
+        )
+
+    raw = backends.agent()
+    agent = cached((executor or ThreadExecutor()).agent(raw), settings)
+    trigger_agent = None
+    if activation is not None:  # in the driver: an executor's workers build the plain target
+        adapted, shaping = activation(raw)
+        trigger_agent = cached(adapted, {**settings, **shaping})
     return Roles(
         optimizer=chat if optimizer else None,
         agent=agent,
@@ -164,6 +179,7 @@ def build_roles(
         trace_file=target.trace_file,
         judge=chat if judge else None,
         samplers=samplers if optimizer else [],
+        trigger_agent=trigger_agent,
     )
 
 

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from skillgrad.activation.runs import activation_roles, make_trainer
+from skillgrad.activation.world import ActivationPlan, needs_tasks, plan_activation
 from skillgrad.atomic import RunLock
 from skillgrad.backend_specs import spec_for
 from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
@@ -17,8 +19,7 @@ from skillgrad.executors.base import Executor, open_executor
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import RolloutRunner
-from skillgrad.loop.strategies import Strategies
-from skillgrad.loop.trainer import Trainer, TrainingFailed
+from skillgrad.loop.trainer import TrainingFailed
 from skillgrad.run_folder import RunDir, RunFiles
 from skillgrad.session.build import (
     build_roles,
@@ -104,16 +105,18 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
     if not resume and out is not None:
         out = fresh_out(out)
     skill = initial_skill(cfg)
-    benchmark = checked_benchmark(cfg, _splits(cfg))
+    benchmark = checked_benchmark(cfg, _splits(cfg)) if needs_tasks(cfg) else None
+    plan = plan_activation(cfg, benchmark)  # optimizer.target description | both: the triggers
     with open_executor(cfg) as executor:  # may refuse (no cluster): before anything is written
-        return _train(cfg, out, skill, benchmark, executor, resume=resume, use_cache=use_cache)
+        return _train(cfg, out, skill, benchmark, plan, executor, resume=resume, use_cache=use_cache)
 
 
 def _train(
     cfg: Config,
     out: Path | None,
     skill: str,
-    benchmark: Benchmark,
+    benchmark: Benchmark | None,
+    plan: ActivationPlan | None,
     executor: Executor,
     *,
     resume: bool,
@@ -124,7 +127,10 @@ def _train(
     out = out or default_out(cfg, "train")
     journal = PaidJournal(out / RunFiles.PAID)
     cache = call_cache(cfg, redactor, use_cache)
-    roles = build_roles(cfg, cache, redactor, judge=judged, journal=journal, executor=executor)
+    activation = activation_roles(cfg, plan)
+    roles = build_roles(
+        cfg, cache, redactor, judge=judged, journal=journal, executor=executor, activation=activation
+    )
     if resume:
         check_same_config(out, cfg)
     session = open_session(cfg, out, redactor, resume=resume, journal=journal)
@@ -134,9 +140,8 @@ def _train(
             session.run.remove_stale_temp_files()  # left by a SIGKILL; the lock is ours now
             state, session.ledger = load_checkpoint(out, cfg, journal)
         session.run.write_config(cfg.portable().to_json())
-        strategies = Strategies.from_config(cfg.optimizer)
-        trainer = Trainer(
-            cfg, benchmark, roles, session.run, session.events, session.ledger, skill, strategies
+        trainer = make_trainer(
+            cfg, benchmark, roles, session.run, session.events, session.ledger, skill, plan, redactor
         )
         if resume:
             trainer.earlier_wall_s, trainer.earlier_sessions = earlier_sessions(out)

@@ -60,6 +60,12 @@ def test_description_training_on_a_router(tmp_path: Path) -> None:
     analyst = [r for r in requests if world.ANALYST_MARK in r.system][0]
     assert "What is the capital of" in analyst.user and "- pdf-forms:" in analyst.user
     assert FAKE_KEY not in "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
+    # the report's activation section: trigger rates before and after, the confusion table, the diff
+    assert skillgrad("report", str(out)).returncode == 0
+    page = (out / "report.html").read_text(encoding="utf-8")
+    section = page[page.index('id="activation"') :].split("</section>")[0]
+    assert "precision" in section and "recall" in section and world.TRAINED_DESCRIPTION in section
+    assert world.INITIAL_DESCRIPTION in section and "0/2 → 2/2" in section and "(test)" in section
 
 
 @pytest.mark.parametrize("limit", [40])
@@ -150,6 +156,10 @@ def test_both_trains_body_and_description_in_one_run(tmp_path: Path) -> None:
     assert (out / "test" / "v0000-unnamed").is_dir()
     versions = sorted(p.name for p in (out / "skills").iterdir())
     assert versions == ["v0000.md", "v0001.md", "v0002.md"]  # the body's edit, then the description
+    assert skillgrad("report", str(out)).returncode == 0  # the activation section reads description/
+    page = (out / "report.html").read_text(encoding="utf-8")
+    section = page[page.index('id="activation"') :].split("</section>")[0]
+    assert world.TRAINED_DESCRIPTION in section and "0/2 → 2/2" in section
 
 
 def test_both_resumes_its_description_part_after_a_budget_stop(tmp_path: Path) -> None:
@@ -172,3 +182,31 @@ def test_both_resumes_its_description_part_after_a_budget_stop(tmp_path: Path) -
     assert b["stopped"] == "completed" and b["test"] == a["test"] and b["description"] == a["description"]
     assert b["calls"]["total"] == a["calls"]["total"]  # nothing paid twice
     assert (cut / "best_skill.md").read_text() == (whole / "best_skill.md").read_text()
+
+
+def test_an_over_long_proposed_description_is_never_applied(tmp_path: Path) -> None:
+    """The analyst's schema bounds the description (skill.description_chars): a reply past it is
+    re-asked, and only the description within the limit reaches a candidate."""
+    long = "Answers questions about the capital city of any country in the world, always. " * 2
+    asked: list[str] = []
+
+    def handler(request: Request):
+        if world.ANALYST_MARK in request.system:
+            asked.append(request.user)
+            first = len(asked) == 1
+            description = long if first else world.TRAINED_DESCRIPTION
+            return json_reply({"rationale": "capital cities", "description": description}, usage=(400, 40))
+        return router(request)
+
+    with ScriptedOpenAI(handler) as server:
+        config = world.description_config(tmp_path, chat_lines(server))
+        out = tmp_path / "run"
+        proc = skillgrad(
+            "train", "--config", str(config), "--out", str(out), "--set", "skill.description_chars=120"
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(long) > 120 and len(asked) == 2 and "could not be used" in asked[1]
+    assert "maxLength" in asked[1] and "120" in asked[1]
+    written = [p.read_text(encoding="utf-8") for p in out.rglob("*.md")]
+    assert written and not any(long.strip() in text for text in written)
+    assert world.read_json(out / "summary.json")["best_val_score"] == 1.0

@@ -6,6 +6,7 @@ resolved here BEFORE the run folder is created, so bad input never leaves a half
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -111,6 +112,26 @@ def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) ->
     ]
 
 
+def cached_target(
+    cfg: Config,
+    cache: CallCache,
+    redactor: Redactor,
+    journal: PaidJournal | None,
+    inner: Agent,
+    settings: dict[str, Any],
+) -> CachedAgent:
+    """The target `inner` behind the call cache, `settings` in its key, each paid run journaled."""
+    return CachedAgent(
+        inner,
+        cache,
+        salt=cfg.cache.salt,
+        settings=settings,
+        snapshot_workspace=spec_for(cfg.model.backend_for("target")).harness,
+        redact_file=redactor.redact_bytes,
+        on_paid=(lambda usage: journal.add("target", None, usage)) if journal else None,
+    )
+
+
 def build_roles(
     cfg: Config,
     cache: CallCache,
@@ -154,17 +175,7 @@ def build_roles(
         **target.cache_settings(cfg),
     }
 
-    def cached(inner: Agent, settings: dict[str, Any]) -> CachedAgent:
-        return CachedAgent(
-            inner,
-            cache,
-            salt=cfg.cache.salt,
-            settings=settings,
-            snapshot_workspace=target.harness,
-            redact_file=redactor.redact_bytes,
-            on_paid=(lambda usage: journal.add("target", None, usage)) if journal else None,
-        )
-
+    cached = functools.partial(cached_target, cfg, cache, redactor, journal)
     raw = backends.agent()
     agent = cached((executor or ThreadExecutor()).agent(raw), settings)
     trigger_agent = None

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from skillgrad.activation.description import with_front_matter
 from skillgrad.activation.runs import activation_roles, make_trainer
-from skillgrad.activation.world import ActivationPlan, needs_tasks, plan_activation
+from skillgrad.activation.world import ActivationPlan, needs_tasks, plan_activation, trigger_config
 from skillgrad.atomic import RunLock
 from skillgrad.backend_specs import spec_for
 from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
@@ -45,11 +46,21 @@ def _splits(cfg: Config) -> tuple[str, ...]:
 
 
 def print_estimate(cfg: Config) -> int:
+    """The projection of the body's training; with optimizer.target description or both, of the
+    description's (over the trigger splits, as its trainer reads the config) under its own key."""
     from skillgrad.session.estimate import estimate
 
-    benchmark = checked_benchmark(cfg, _splits(cfg))
-    splits = {split: benchmark.load(split) for split in _splits(cfg)}  # type: ignore[arg-type]
-    print(json.dumps(estimate(cfg, splits, initial_skill(cfg)), indent=2))
+    skill = initial_skill(cfg)
+    benchmark = checked_benchmark(cfg, _splits(cfg)) if needs_tasks(cfg) else None
+    parts: dict[str, Any] = {}
+    if benchmark is not None and cfg.optimizer.target != "description":
+        splits = {split: benchmark.load(split) for split in _splits(cfg)}  # type: ignore[arg-type]
+        parts["body"] = estimate(cfg, splits, skill)
+    if (plan := plan_activation(cfg, benchmark)) is not None:
+        view = trigger_config(cfg, plan.splits)
+        triggers = {str(split): tasks for split, tasks in plan.splits.items()}
+        parts["description"] = estimate(view, triggers, with_front_matter(skill, cfg.skill.name))
+    print(json.dumps(parts if cfg.optimizer.target != "body" else parts["body"], indent=2))
     return 0
 
 

@@ -14,6 +14,7 @@ import contextlib
 import functools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from skillgrad.benchmarks.base import Benchmark
@@ -234,8 +235,12 @@ class Trainer:
         self, step: int, skill: str, stage: str, units: list[ValUnit], split: str = "val"
     ) -> list[Rollout]:
         """Val rollouts under `rollouts/<split>`; repeat r > 0 of a task under `<split>-r{r+1}`."""
+        return self._units(self.run.rollouts_dir(step, split), skill, stage, step, units)
+
+    def _units(self, prefix: Path, skill: str, stage: str, step: int, units: list[ValUnit]) -> list[Rollout]:
+        """Rollouts of `units` under `prefix`; repeat r > 0 of a task under `<prefix>-r{r+1}`."""
         folders = [
-            self.run.rollouts_dir(step, split if u.repeat == 0 else f"{split}-r{u.repeat + 1}") for u in units
+            prefix if u.repeat == 0 else prefix.with_name(f"{prefix.name}-r{u.repeat + 1}") for u in units
         ]
         repeats = [u.repeat for u in units]
         return self.runner.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
@@ -357,27 +362,13 @@ class Trainer:
         self.run.write_state({**state.to_json(), "ledger": self.ledger.to_json()})
 
     def final_test(self, state: TrainState) -> dict[str, Any]:
-        """The initial and the best skill on the test split, each item `test_repeats` times
-        (repeat r > 0 under `test/vNNNN-r{r+1}`)."""
-        units = [ValUnit(task, r) for r in range(self.test_repeats) for task in self.benchmark_split("test")]
+        """The initial and the best skill on the test split, each item `test_repeats` times."""
         results: dict[str, Any] = {}
         for version in sorted({0, state.best_version}):
-            prefix = self.run.test_dir(version)
-            folders = [
-                prefix.with_name(f"{prefix.name}-r{u.repeat + 1}") if u.repeat else prefix for u in units
-            ]
-            rollouts = self.runner.rollouts(
-                [u.task for u in units],
-                self.run.read_skill(version),
-                folders.__getitem__,
-                "test",
-                state.step,
-                [u.repeat for u in units],
-            )
-            per_item: dict[str, list[float]] = {}
-            for rollout in rollouts:
-                per_item.setdefault(rollout.task.id, []).append(rollout.score.value)
-            results[version_name(version)] = self.metric(per_item)
+            text, prefix = self.run.read_skill(version), self.run.test_dir(version)
+            run_units = functools.partial(self._units, prefix, text, "test", state.step)
+            val = validate(self.benchmark_split("test"), self.test_repeats, {}, run_units)
+            results[version_name(version)] = self.metric(val.results)
         test = {
             "baseline": results["v0000"],
             "best": results[version_name(state.best_version)],

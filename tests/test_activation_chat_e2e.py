@@ -154,6 +154,9 @@ def test_both_trains_body_and_description_in_one_run(tmp_path: Path) -> None:
         out / "description" / "skills" / "v0001.md"
     ).is_file()
     assert (out / "test" / "v0000-unnamed").is_dir()
+    log = (out / "train.log").read_text(encoding="utf-8")
+    assert "description step 1: ACCEPTED: trigger F1 1.000 vs current 0.000" in log
+    assert "description baseline: started" in log and "description: stopping before step 2" in log
     versions = sorted(p.name for p in (out / "skills").iterdir())
     assert versions == ["v0000.md", "v0001.md", "v0002.md"]  # the body's edit, then the description
     assert skillgrad("report", str(out)).returncode == 0  # the activation section reads description/

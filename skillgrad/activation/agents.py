@@ -14,7 +14,7 @@ Both keep the Agent contract: one task's failure is an `AgentResult(is_error=Tru
 
 from __future__ import annotations
 
-import random
+import hashlib
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -95,13 +95,15 @@ class RoutingAgent:
         self.model = target.model
 
     def route(self, query: str, skill: str) -> tuple[str, Usage]:
-        """(the pick: a skill's name or `none`, the call's usage). The listing's order is shuffled
-        per query (a small model favours the first entry), the same for every skill version."""
+        """(the pick: a skill's name or `none`, the call's usage). The listing is in an order drawn
+        from the names alone (not alphabetical, not ours first: a small model favours one place),
+        the same for every query and description, so a local model reuses the prompt's prefix and
+        two descriptions are compared at the same place."""
         listing = [
             (self.skill_name, description_of(skill)),
             *((d.name, d.description) for d in self.distractors),
         ]
-        random.Random(query).shuffle(listing)
+        listing.sort(key=lambda entry: hashlib.sha256(entry[0].encode("utf-8")).hexdigest())
         skills = "\n".join(f"- {name}: {description}" for name, description in listing)
         messages = [
             Message("system", render(PROMPTS, "routing_system", skills=skills)),

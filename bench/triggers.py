@@ -167,7 +167,7 @@ def config_lines(
         "optimizer:",
         "  target: description",
         "cache:",
-        f"  dir: {args.out / 'cache'}",
+        f"  dir: {args.cache}",
     ]
 
 
@@ -255,8 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "triggers")
+    parser.add_argument("--cache", type=Path, help="the call cache (default: OUT/cache)")
     args = parser.parse_args(argv)
     args.out = args.out.resolve()
+    args.cache = (args.cache or args.out / "cache").resolve()
     rows = []
     for router in args.router or ["packaged"]:
         for skill in args.skills:

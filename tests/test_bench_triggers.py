@@ -37,7 +37,7 @@ def test_one_run_reads_as_a_description_run(tmp_path: Path) -> None:
         "recipe-scaling",
         "unit-convert",
     ]
-    args = argparse.Namespace(repeats=3, temperature=0.7, epochs=2, out=tmp_path)
+    args = argparse.Namespace(repeats=3, temperature=0.7, epochs=2, out=tmp_path, cache=tmp_path / "cache")
     lines = triggers.config_lines(folder, "sql-queries", "packaged", "/m/qwen15.gguf", 1, args)
     config = tmp_path / "config.yaml"
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")

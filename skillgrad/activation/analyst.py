@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from skillgrad.activation.description import NO_XML, description_edit, description_of
+from skillgrad.activation.description import description_edit, description_of
 from skillgrad.activation.distractors import Distractor
 from skillgrad.activation.triggers import should_trigger
 from skillgrad.backends.base import ChatModel
@@ -29,6 +29,9 @@ _CALL_CHARS = 100
 
 
 def description_schema(limit: int) -> dict[str, Any]:
+    """The reply: a rationale, then the description. Its length is also in its pattern, which a
+    constrained decoder (the local backend) enforces while it writes, as it does not combine
+    `maxLength` with a pattern."""
     return {
         "type": "object",
         "properties": {
@@ -37,7 +40,7 @@ def description_schema(limit: int) -> dict[str, Any]:
                 "type": "string",
                 "minLength": MIN_DESCRIPTION_CHARS,
                 "maxLength": limit,
-                "pattern": NO_XML,
+                "pattern": f"^[^<>]{{{MIN_DESCRIPTION_CHARS},{limit}}}$",  # no XML tags (Agent Skills)
             },
         },
         "required": ["rationale", "description"],

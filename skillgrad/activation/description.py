@@ -26,7 +26,6 @@ from skillgrad.skill import Edit
 
 NAME_LIMIT = 64
 DESCRIPTION_LIMIT = 1024
-NO_XML = r"^[^<>]*$"  # Agent Skills: a description holds no XML tags
 _DESCRIPTION_LINE = re.compile(r"^description:[ \t]*\S.*$", re.MULTILINE)
 
 

@@ -19,6 +19,7 @@ from skillgrad.activation.description import (
     description_of,
     own_description,
     with_front_matter,
+    without_tags,
 )
 from skillgrad.activation.detect import loaded_skills
 from skillgrad.activation.distractors import load_distractors
@@ -286,9 +287,11 @@ def test_the_analyst_schema_bounds_the_description() -> None:
     jsonschema.validate(
         {"rationale": "r", "description": "Answers capital-city questions for countries."}, schema
     )
-    for bad in ("x" * 61, "short", "Use <b>always</b> for capitals of countries."):
+    for bad in ("x" * 61, "short"):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"rationale": "r", "description": bad}, schema)
+    # Agent Skills allow no XML tags: a reply's tags are taken out before the edit
+    assert without_tags("Use <b>always</b> for a < b capitals.") == "Use  always  for a  b capitals."
 
 
 def test_the_analyst_sees_the_failures_and_the_other_skills(tmp_path: Path) -> None:

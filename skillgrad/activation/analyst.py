@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from skillgrad.activation.description import description_edit, description_of
+from skillgrad.activation.description import description_edit, description_of, without_tags
 from skillgrad.activation.distractors import Distractor
 from skillgrad.activation.triggers import should_trigger
 from skillgrad.backends.base import ChatModel
@@ -29,19 +29,14 @@ _CALL_CHARS = 100
 
 
 def description_schema(limit: int) -> dict[str, Any]:
-    """The reply: a rationale, then the description. Its length is also in its pattern, which a
-    constrained decoder (the local backend) enforces while it writes, as it does not combine
-    `maxLength` with a pattern."""
+    """The reply: a rationale, then the description within `limit` characters. A plain length
+    bound, which constrained decoders enforce while they write (the local backend's llguidance
+    does not bound a string that has a pattern, and refuses some patterns outright)."""
     return {
         "type": "object",
         "properties": {
             "rationale": {"type": "string", "maxLength": 400},
-            "description": {
-                "type": "string",
-                "minLength": MIN_DESCRIPTION_CHARS,
-                "maxLength": limit,
-                "pattern": f"^[^<>]{{{MIN_DESCRIPTION_CHARS},{limit}}}$",  # no XML tags (Agent Skills)
-            },
+            "description": {"type": "string", "minLength": MIN_DESCRIPTION_CHARS, "maxLength": limit},
         },
         "required": ["rationale", "description"],
         "additionalProperties": False,
@@ -119,8 +114,7 @@ class DescriptionAnalyst:
             messages, schema=description_schema(self.limit), effort=effort, stage="reflect"
         )
         data = reply.data or {}
-        edit = description_edit(
-            inputs.skill, str(data.get("description", "")), str(data.get("rationale", ""))
-        )
+        description = without_tags(str(data.get("description", "")))
+        edit = description_edit(inputs.skill, description, str(data.get("rationale", "")))
         failures = sum(1 for r in inputs.rollouts if not r.score.passed)
         return Patch(minibatch, [edit] if edit else [], failures, proposal), reply, messages

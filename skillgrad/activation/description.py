@@ -27,6 +27,7 @@ from skillgrad.skill import Edit
 NAME_LIMIT = 64
 DESCRIPTION_LIMIT = 1024
 _DESCRIPTION_LINE = re.compile(r"^description:[ \t]*\S.*$", re.MULTILINE)
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 
 
 def _meta(markdown: str) -> tuple[dict[str, Any] | None, re.Match[str] | None]:
@@ -68,6 +69,11 @@ def description_line(skill: str) -> str | None:
         if isinstance(parsed, dict) and parsed.get("description") == meta.get("description"):
             return str(line)
     return None
+
+
+def without_tags(description: str) -> str:
+    """The description without XML tags or angle brackets, which Agent Skills do not allow."""
+    return re.sub(r"[<>]", "", _TAG.sub(" ", description))
 
 
 def quoted(description: str) -> str:

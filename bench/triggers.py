@@ -1,13 +1,15 @@
 """Trigger F1 before and after description training, with a real local model as the router.
 
-Five skills, eight requests each (40 queries). For each skill in turn the run trains its
-description (`optimizer.target: description`): its own eight requests should load it, two requests
-of each other skill should not, and the other four skills are installed beside it with good
-descriptions (`benchmark.distractor_skills`). Each skill starts from a weak description: too vague
-(`unit-convert`, `sql-queries`, `email-drafting`), too broad (`recipe-scaling`: "use for every
-request") or about something else (`git-commits`). The target is a chat model as router (it picks
-one installed skill or none from their names and descriptions, `benchmark.trigger_repeats` runs
-per query at `model.temperature`); the optimizer rewrites the description. Each (router, skill,
+Five skills, twelve requests each (60 queries). For each skill in turn the run trains its
+description (`optimizer.target: description`): its own twelve requests should load it, three
+requests of each other skill should not (24 queries, split 40 / 30 / 30 % within each label), and
+the other four skills are installed beside it with good descriptions
+(`benchmark.distractor_skills`). Each skill starts from a weak description: about something else
+(`unit-convert`: dates and times, `git-commits`: version numbers), too vague (`sql-queries`,
+`email-drafting`) or too broad (`recipe-scaling`: "use this skill for every request"). The target
+is a chat model as router (it picks one installed skill or none from their names and descriptions,
+`benchmark.trigger_repeats` runs per query at `model.temperature`); the optimizer rewrites the
+description. Each (router, skill,
 seed) is one `skillgrad train` subprocess; the seed draws the trigger split and the batch order.
 
 Printed: per run the trigger F1 of the initial and the trained description on val and on test, and
@@ -34,7 +36,7 @@ LIMIT = 300  # skill.description_chars of every run
 
 SKILLS: dict[str, dict[str, Any]] = {
     "unit-convert": {
-        "initial": "Helps with numbers.",
+        "initial": "Formats dates and times for reports.",
         "good": "Converts measurements between units (length, weight, volume, temperature, speed). Use "
         "when the user asks to convert a quantity from one unit to another.",
         "queries": [
@@ -46,6 +48,10 @@ SKILLS: dict[str, dict[str, Any]] = {
             "How many litres is 3 US gallons?",
             "What is 100 square metres in square feet?",
             "Turn 12 stone into kilograms.",
+            "Convert 2 cups of water to millilitres.",
+            "What is 30 knots in kilometres per hour?",
+            "How many inches is 1.8 metres?",
+            "Convert 72 degrees Celsius to Kelvin.",
         ],
     },
     "git-commits": {
@@ -61,6 +67,10 @@ SKILLS: dict[str, dict[str, Any]] = {
             "What should the commit message be for bumping the version to 2.3.0?",
             "Reword this commit message: 'stuff', for a refactor of the parser.",
             "Give me a good commit message for adding unit tests to the payment service.",
+            "Write a one-line commit message for deleting dead code in the router.",
+            "Turn these notes into a commit message: add retries, log failures.",
+            "Suggest a commit message for upgrading the Django dependency.",
+            "Is 'fixed bug' a good commit message? Write a better one for my null check fix.",
         ],
     },
     "sql-queries": {
@@ -76,6 +86,10 @@ SKILLS: dict[str, dict[str, Any]] = {
             "Why is my GROUP BY query failing with a column not in aggregate error?",
             "Delete rows older than 30 days from the events table.",
             "Write an SQLite query to average salary by department.",
+            "Write a query that finds orders with no matching customer.",
+            "How do I update the price column for all rows in category 7?",
+            "Write a SQL window function that ranks employees by salary within each team.",
+            "Create an index on the email column of the users table.",
         ],
     },
     "recipe-scaling": {
@@ -91,6 +105,10 @@ SKILLS: dict[str, dict[str, Any]] = {
             "My bread recipe makes two loaves; give me amounts for five.",
             "Scale down a soup recipe that serves 12 to serve 3.",
             "Make this lasagne recipe for 4 work for 9 guests.",
+            "Double my grandmother's apple pie recipe.",
+            "I only have 2 eggs; scale this 4-egg brownie recipe down to match.",
+            "Make a quarter batch of this muffin recipe.",
+            "Scale this curry for 20 people at a potluck.",
         ],
     },
     "email-drafting": {
@@ -106,10 +124,14 @@ SKILLS: dict[str, dict[str, Any]] = {
             "Draft an email apologising for a delayed shipment.",
             "Write an email to reschedule tomorrow's call to next week.",
             "Compose a cold outreach email to a potential partner.",
+            "Write an email to my landlord about a broken heater.",
+            "Draft a reply accepting the job offer and confirming my start date.",
+            "Compose an email reminding the team about Thursday's deadline.",
+            "Write a farewell email to colleagues on my last day.",
         ],
     },
 }
-NEGATIVES_PER_OTHER = 2
+NEGATIVES_PER_OTHER = 3
 
 
 def write_inputs(skill: str, folder: Path) -> Path:
@@ -146,6 +168,7 @@ def config_lines(
         f"  triggers: {folder / 'triggers.jsonl'}",
         f"  distractor_skills: {folder / 'distractors'}",
         f"  trigger_repeats: {args.repeats}",
+        "  trigger_split: [0.4, 0.3, 0.3]",
         f"  seed: {seed}",
         "skill:",
         f"  init: {folder / 'SKILL.md'}",

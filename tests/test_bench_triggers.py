@@ -1,5 +1,5 @@
-"""bench/triggers.py lays out what it says: five skills, 40 queries, each run's trigger set (its
-own requests and two of each other skill's), the other four as distractors, a config that
+"""bench/triggers.py lays out what it says: five skills, 60 queries, each run's trigger set (its
+own requests and three of each other skill's), the other four as distractors, a config that
 skillgrad reads and splits without a model."""
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ import triggers  # noqa: E402
 pytestmark = pytest.mark.timeout(30)
 
 
-def test_the_bench_has_five_skills_and_forty_queries() -> None:
+def test_the_bench_has_five_skills_and_sixty_queries() -> None:
     queries = [q for spec in triggers.SKILLS.values() for q in spec["queries"]]
-    assert len(triggers.SKILLS) == 5 and len(queries) == len(set(queries)) == 40
+    assert len(triggers.SKILLS) == 5 and len(queries) == len(set(queries)) == 60
     assert all(spec["initial"] != spec["good"] for spec in triggers.SKILLS.values())
 
 
 def test_one_run_reads_as_a_description_run(tmp_path: Path) -> None:
     folder = triggers.write_inputs("sql-queries", tmp_path / "inputs")
     rows = [json.loads(line) for line in (folder / "triggers.jsonl").read_text().splitlines()]
-    assert sum(r["should_trigger"] for r in rows) == 8 and len(rows) == 16
+    assert sum(r["should_trigger"] for r in rows) == 12 and len(rows) == 24
     assert sorted(p.name for p in (folder / "distractors").iterdir()) == [
         "email-drafting",
         "git-commits",
@@ -44,7 +44,7 @@ def test_one_run_reads_as_a_description_run(tmp_path: Path) -> None:
     cfg = load_config(config)
     assert cfg.optimizer.target == "description" and cfg.model.target_model is None
     plan = plan_activation(cfg, None)
-    assert plan is not None and [len(plan.splits[s]) for s in ("train", "val", "test")] == [8, 4, 4]
+    assert plan is not None and [len(plan.splits[s]) for s in ("train", "val", "test")] == [8, 8, 8]
     assert [d.name for d in plan.distractors] == [
         "email-drafting",
         "git-commits",

@@ -70,8 +70,9 @@ def per_file_table(files: list[Path], budget: int) -> str:
         account = read_view(view, session.steps)
         errors = sum(1 for s in session.steps if s.is_error and s.kind != "tool_call")
         users = sum(1 for s in session.steps if s.kind == "user")
+        name = f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
         lines.append(
-            f"| {path.parent.name}/{path.name} | {len(account.shown)} / {len(session.steps)} "
+            f"| {name} | {len(account.shown)} / {len(session.steps)} "
             f"| {account.errors} / {errors} | {len(account.users_shown) + account.users_collapsed} / {users} "
             f"| {len(view)} | {session.status} ({session.evidence}) |"
         )

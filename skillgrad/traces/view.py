@@ -264,33 +264,61 @@ def _plan(trace: _Trace, budget: int) -> _Plan | None:
         counted = {i for k in skip for i in items[k].members}
         layout = _Layout(trace, items, counted)
         must = _must_keep(trace, items, stage, skip)
-        order: list[int] = []
-        errors: list[int] = []
-        best: tuple[int, _Plan, int | None] | None = None  # (errors it shows, plan, width)
-        for width in (w for w in _WIDTHS if w is None or w >= stage.min_width):
-            lines = {k: _cached_lines(trace, items, k, width, stage.user_width) for k in must}
-            used = _cost(layout, must, lines)
-            if used > budget:
-                continue
-            plan = _Plan(layout, lines, list(must), used)
-            if not order:
-                order = _fill_order(trace, items, skip | set(must))
-                errors = [k for k in order if items[k].error]
-            if stage.errors_kept:
-                _fill(plan, order, budget, width)
+        widths = [w for w in _WIDTHS if w is None or w >= stage.min_width]
+        if not stage.errors_kept:
+            plan = _last_resort(layout, must, skip, widths, stage.user_width, budget)
+            if plan is not None:
                 return plan
-            # last resort: every line at the width that shows the most errors (the widest of those)
-            _fill(plan, errors, budget, width)
-            shown = len(plan.chosen) - len(must)
-            if best is None or shown > best[0]:
-                best = (shown, plan, width)
-            if shown == len(errors):
-                break
-        if best is not None:
-            _, plan, width = best
-            _fill(plan, [k for k in order if not items[k].error], budget, width)
-            return plan
+            continue
+        for width in widths:
+            plan = _must_plan(layout, must, width, stage.user_width, budget)
+            if plan is not None:
+                _fill(plan, _fill_order(trace, items, skip | set(must)), budget, width)
+                return plan
     return None
+
+
+def _must_plan(
+    layout: _Layout, must: list[int], width: int | None, user_width: int, budget: int
+) -> _Plan | None:
+    """The must-keep lines at `width`, when they fit the budget."""
+    lines = {k: _cached_lines(layout.trace, layout.items, k, width, user_width) for k in must}
+    used = _cost(layout, must, lines)
+    return _Plan(layout, lines, list(must), used) if used <= budget else None
+
+
+def _last_resort(
+    layout: _Layout, must: list[int], skip: set[int], widths: list[int | None], user_width: int, budget: int
+) -> _Plan | None:
+    """Only the ends and the answer are sure: every line at the widest width that shows as many
+    errors as the narrowest does (narrower lines before fewer errors), then the rest."""
+    fits = [w for w in widths if _must_plan(layout, must, w, user_width, budget) is not None]
+    if not fits:
+        return None
+    trace, items = layout.trace, layout.items
+    order = _fill_order(trace, items, skip | set(must))
+    errors = [k for k in order if items[k].error]
+    trials: dict[int, _Plan] = {}
+
+    def trial(i: int) -> _Plan:  # the plan at fits[i], its errors filled
+        if i not in trials:
+            plan = _must_plan(layout, must, fits[i], user_width, budget)
+            assert plan is not None
+            _fill(plan, errors, budget, fits[i])
+            trials[i] = plan
+        return trials[i]
+
+    most = len(trial(len(fits) - 1).chosen)
+    low, high = 0, len(fits) - 1  # a wider width shows no more errors: bisect for the widest
+    while low < high:
+        mid = (low + high) // 2
+        if len(trial(mid).chosen) >= most:
+            high = mid
+        else:
+            low = mid + 1
+    plan = trial(low)
+    _fill(plan, [k for k in order if not items[k].error], budget, fits[low])
+    return plan
 
 
 def _try(plan: _Plan, k: int, budget: int, width: int | None, commit: bool) -> bool:

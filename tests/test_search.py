@@ -30,6 +30,7 @@ from skillgrad.loop.state import TrainState
 from skillgrad.loop.validate import Race, validate
 from skillgrad.package.model import SkillPackage, as_package
 from skillgrad.run_folder import RunDir
+from skillgrad.session.estimate import estimate
 from skillgrad.skill import Edit, SkillDoc
 from skillgrad.values import AgentResult, Reply, Rollout, Score, Task, Usage
 
@@ -230,6 +231,8 @@ def test_resolve_makes_one_paid_call_and_skips_with_a_reason() -> None:
         None,
         "the analyst resolved 0 of 2 conflicts",
     )
+    both = {"resolutions": [{"conflict": 1, "lines": "- bold"}], "skip_reason": "none"}
+    assert parse_resolutions(both, 1) == ([["- bold\n"]], "")  # a resolution of every conflict stands
     marked = {"resolutions": [{"conflict": 1, "lines": "<!-- protected -->x"}], "skip_reason": ""}
     assert parse_resolutions(marked, 1)[0] is None
     failed = resolve(
@@ -371,3 +374,35 @@ def test_the_best_is_picked_on_validation_and_must_pass_the_gate_against_the_ini
     search.accept(state, 2, "AB\n", {"a": [1.0], "b": [1.0]}, [Edit("add", "end", "AB")])
     assert (state.best_version, state.best_score, state.best_step) == (2, 1.0, 2)
     assert search.tested(state) == [2] and search.outcome(state)["search"]["frontier"] == ["v0002"]
+
+
+def test_the_estimate_of_a_frontier_run_spends_no_more_search_calls_than_greedy() -> None:
+    tasks = [Task(f"t{i}", f"Question {i}?", None, ("a",)) for i in range(30)]
+    splits = {"train": tasks[:12], "val": tasks[12:20], "test": tasks[20:]}
+    cfg = Config.model_validate(
+        {
+            "model": {"backend": "openai_chat"},
+            "train": {"epochs": 2, "batch_size": 4, "minibatch_size": 2},
+            "optimizer": {"merge_every": 2},
+        }
+    )
+    greedy = estimate(cfg, splits, "")
+    cfg.optimizer.search = "frontier"
+    frontier = estimate(cfg, splits, "")
+    stages = ("baseline", "rollout", "validate")
+    assert sum(frontier["by_stage"][s]["calls"] for s in stages) < sum(
+        greedy["by_stage"][s]["calls"] for s in stages
+    )
+    # 6 steps, 3 merge steps, half of them (2) merge: 8 train rollouts and 4 reflections less, one
+    # analyst call for conflicts, nothing redone
+    assert frontier["assumptions"]["merge_steps"] == 2 and frontier["assumptions"]["rollouts_redone"] == 0
+    assert frontier["by_stage"]["rollout"]["calls"] == 2 * 12 - 8
+    assert frontier["by_stage"]["reflect"]["calls"] == greedy["by_stage"]["reflect"]["calls"] - 4 == 8
+    merge = frontier["by_stage"]["merge"]
+    assert merge["calls"] == 1 and merge["input_tokens"] > 300
+    # the final test also reports a frontier member beside the initial and the best skill
+    assert frontier["by_stage"]["test"]["calls"] == greedy["by_stage"]["test"]["calls"] + 10
+    assert (
+        frontier["by_role"]["optimizer"]["calls"]
+        == frontier["by_stage"]["reflect"]["calls"] + frontier["by_stage"]["merge"]["calls"]
+    )

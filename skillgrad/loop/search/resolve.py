@@ -99,16 +99,17 @@ def merge_schema(count: int) -> dict[str, Any]:
 
 
 def parse_resolutions(data: dict[str, Any] | None, count: int) -> tuple[list[list[str]] | None, str]:
-    """(lines of each conflict, "") from a schema-valid reply, or (None, why not)."""
+    """(lines of each conflict, "") from a schema-valid reply, or (None, why not). A resolution
+    of every conflict stands whatever `skip_reason` says (a small model fills a required string)."""
     data = data or {}
-    skip = str(data.get("skip_reason") or "").strip()
-    if skip:
-        return None, f"the analyst declined: {skip}"
     answers: dict[int, str] = {}
     for item in data.get("resolutions") or []:
         if isinstance(item, dict) and isinstance(item.get("conflict"), int):
             answers.setdefault(item["conflict"], str(item.get("lines", "")))
     missing = [n for n in range(1, count + 1) if n not in answers]
+    skip = str(data.get("skip_reason") or "").strip()
+    if missing and skip:
+        return None, f"the analyst declined: {skip}"
     if missing:
         return None, f"the analyst resolved {count - len(missing)} of {count} conflicts"
     if any(PROTECT_OPEN in text or PROTECT_CLOSE in text for text in answers.values()):

@@ -26,6 +26,7 @@ import pytest
 
 from skillgrad.config import config_from_data
 from skillgrad.session.build import checked_benchmark
+from tests.e2e_config import capitals_data
 from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, server_error, text
 from tests.test_resume import artifacts
 
@@ -54,16 +55,6 @@ RULE_B = "Keep answering the other questions with the city only, as before."
 RULE_C = "Spell the city as the locals do in English."
 SIZES = {"train_size": 6, "val_size": 6, "test_size": 3, "seed": 5}
 KEY = "sk-test-FAKE-frontier-0123456789"
-
-
-def write_data(folder: Path) -> Path:
-    path = folder / "capitals.jsonl"
-    rows = [
-        {"id": f"c{i}", "question": f"What is the capital of {country}?", "answers": [city]}
-        for i, (country, city) in enumerate(COUNTRIES.items())
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def groups(data: Path) -> dict[str, str]:
@@ -175,7 +166,7 @@ def read(path: Path):
 
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
-    return write_data(tmp_path)
+    return capitals_data(tmp_path, COUNTRIES)
 
 
 FRONTIER = ["  search: frontier", "  parent: lexicase"]

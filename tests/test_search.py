@@ -3,6 +3,7 @@ three-way merge (clean, conflicting, skipped), the analyst's resolution and the 
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from pydantic import ValidationError
 
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
-from skillgrad.errors import StructuredOutputError
+from skillgrad.errors import StructuredOutputError, UserError
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.events import Events
@@ -29,6 +30,8 @@ from skillgrad.loop.search.threeway import Conflict, merge_skills
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.validate import Race, validate
 from skillgrad.package.model import SkillPackage, as_package
+from skillgrad.report.data import load_run
+from skillgrad.report.search import search_view
 from skillgrad.run_folder import RunDir
 from skillgrad.session.estimate import estimate
 from skillgrad.skill import Edit, SkillDoc
@@ -406,3 +409,21 @@ def test_the_estimate_of_a_frontier_run_spends_no_more_search_calls_than_greedy(
         frontier["by_role"]["optimizer"]["calls"]
         == frontier["by_stage"]["reflect"]["calls"] + frontier["by_stage"]["merge"]["calls"]
     )
+
+
+def test_the_report_reads_the_pool_and_refuses_a_damaged_one(tmp_path: Path) -> None:
+    (tmp_path / "summary.json").write_text('{"best_version": "v0001"}', encoding="utf-8")
+    (tmp_path / "state.json").write_text('{"step": 1}', encoding="utf-8")
+    assert search_view(load_run(tmp_path)) is None  # a greedy run: no section
+    pool = Pool(members=[member(0, [], "", a=0, b=1), member(1, [0], "R\n", a=1, b=0)])
+    (tmp_path / "state.json").write_text(json.dumps({"pool": pool.to_json()}), encoding="utf-8")
+    view = search_view(load_run(tmp_path))
+    assert view is not None and view.columns == ["v0000", "v0001"] and view.frontier == ["v0000", "v0001"]
+    assert [c.version for c in view.tree.children] == ["v0001"] and view.tree.children[0].best
+    assert [r.cells for r in view.rows] == [[(0.0, ""), (1.0, "sole")], [(1.0, "sole"), (0.0, "")]]
+    assert view.sole_wins == [1, 1]
+    broken = pool.to_json()
+    broken["members"][1]["parents"] = [7]
+    (tmp_path / "state.json").write_text(json.dumps({"pool": broken}), encoding="utf-8")
+    with pytest.raises(UserError, match=r"state.json: pool.*not an earlier member"):
+        search_view(load_run(tmp_path))

@@ -46,6 +46,7 @@ class RunFiles:
     MERGED_PATCH = "merged_patch.json"
     EDIT_REPORT = "edit_report.json"
     CANDIDATE = "candidate_skill"
+    MERGE = "merge.json"  # steps/NNNN/merge.json: a lineage merge of the frontier search
     TASK_INDEX = ".tasks.json"  # <set>.tasks.json beside a rollout set: the task folders it ran
     # one task's folder
     TASK = "task.json"

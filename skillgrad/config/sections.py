@@ -189,6 +189,10 @@ class OptimizerConfig(_Section):
     max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
     allow_task_text: bool = False  # keep edits that copy a task's question, context or answer
     task_text_ngram: int = Field(10, ge=3)  # shared consecutive words that make an edit a copy
+    # greedy: one incumbent; frontier: a pool of candidates kept by their per-item wins (loop/search)
+    search: Literal["greedy", "frontier"] = "greedy"
+    parent: Literal["pareto", "lexicase", "best"] = "lexicase"  # frontier: how a step's parent is drawn
+    merge_every: int = Field(3, ge=0)  # frontier: every n-th step merges two lineages (0: never)
 
 
 class BudgetConfig(_Section):

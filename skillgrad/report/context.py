@@ -12,6 +12,7 @@ from skillgrad.report.chart import bar_chart, score_chart
 from skillgrad.report.data import RolloutSet, Run, TaskRollout
 from skillgrad.report.diff import SkillDiff, skill_diff
 from skillgrad.report.package_diff import one_text, version_diffs, version_sizes
+from skillgrad.report.search import search_view
 
 
 def _num(value: Any) -> float | None:
@@ -340,6 +341,7 @@ def run_context(run: Run) -> dict[str, Any]:
         "by_stage": ledger.by_stage(run),
         "total": ledger.total(run),
         "config_json": json.dumps(run.config, indent=2, ensure_ascii=False),
+        "search": search_view(run),  # the frontier search's tree and win table (None: greedy)
     }
 
 

@@ -8,7 +8,10 @@ token, a target answer's length, a grader's feedback, how much of a validation r
 many candidates are accepted and how much the skill grows. Calls are counted as the trainer makes
 them: the baseline on val; per step the batch's rollouts (and, with train.overlap, the next
 batch's again after a rejection), one analyst call per minibatch and proposal, and a validation
-of the candidate; the final test of the initial skill and of the best one.
+of the candidate; the final test of the initial skill and of the best one. A frontier search
+(`optimizer.search: frontier`) never rolls out ahead (nothing is redone); a merge step spends no
+train batch and no reflection, and one analyst call when the lineages conflict; the final test also
+reports frontier members.
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ from skillgrad.config import BudgetConfig, Config
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages
 from skillgrad.loop.rewrite import rewrite_messages
 from skillgrad.loop.rollout import Rollout
+from skillgrad.loop.search.resolve import Side, merge_messages
+from skillgrad.loop.search.threeway import Conflict
 from skillgrad.package.model import skill_chars
+from skillgrad.skill import Edit
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
 
@@ -44,6 +50,12 @@ class Assumptions:
     # the candidates are taken to stop after their first wave
     racing_stops_early: float = 0.5
     accepted_share: float = 0.5  # of the steps whose candidate is accepted (the skill grows)
+    # frontier search: of its merge steps, those that find two lineages to merge (the others make
+    # a child as usual); of those, the ones whose lines conflict (one analyst call); the members
+    # on the frontier at the end besides the best (the final test reports them)
+    merges_made: float = 0.5
+    merge_conflicts: float = 0.5
+    frontier_reported: int = 1
 
 
 def _tokens(chars: float, a: Assumptions) -> int:
@@ -130,11 +142,30 @@ def _totals(stages: dict[str, dict[str, int]]) -> tuple[dict[str, dict[str, int]
     """The stages summed by role (the target's rollouts, the optimizer's reflections) and in all."""
     roles = {
         "target": _sum([stages[s] for s in ("baseline", "rollout", "validate", "test")]),
-        "optimizer": stages["reflect"],
+        "optimizer": _sum([stages[s] for s in ("reflect", "merge") if s in stages]),
     }
     total = _sum(list(roles.values()))
     total["total_tokens"] = total["input_tokens"] + total["output_tokens"]
     return roles, total
+
+
+def _merge_tokens(cfg: Config, a: Assumptions) -> tuple[int, int]:
+    """(input, output) tokens of a merge's analyst call: one conflict of a rule a side, each side's
+    edits of a learning rate."""
+    rule = "x" * a.rule_chars
+    side = Side("v0001", 0.5, 1, [Edit("add", "end", rule)] * cfg.optimizer.learning_rate)
+    messages = merge_messages([Conflict("SKILL.md", [rule], [rule], [rule])], side, side)
+    prompt = sum(len(m.content) for m in messages)
+    return _tokens(prompt, a) + 2 * a.message_overhead_tokens, _tokens(2 * a.rule_chars + 60, a)
+
+
+def frontier_steps(cfg: Config, steps: int, a: Assumptions) -> tuple[int, int]:
+    """(merge steps that merge, of those the ones with an analyst call) of a run of `steps`."""
+    opt = cfg.optimizer
+    if opt.search != "frontier" or not opt.merge_every:
+        return 0, 0
+    merged = round(a.merges_made * (steps // opt.merge_every))
+    return merged, round(a.merge_conflicts * merged)
 
 
 def estimate(
@@ -157,19 +188,28 @@ def estimate(
     trace_chars, reflect_in, reflect_out = _analyst_tokens(cfg, skill, sample, a, half_grown)
     reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
     reflect_calls *= opt.proposals_per_minibatch
+    merges, merge_calls = frontier_steps(cfg, steps, a)  # merge steps: no batch, no reflection
+    frontier = opt.search == "frontier"
+    if merges:
+        reflect_calls -= round(merges * reflect_calls / steps)
 
     val_share = _validated_share(cfg, a)
     val_calls = round(steps * n_val * opt.val_repeats * val_share)
     # with train.overlap, the next batch is rolled out beside a validation and redone if it fails
     redone = round((1 - a.accepted_share) * max(0, steps - 1) * train.batch_size) if train.overlap else 0
+    redone = 0 if frontier else redone  # the frontier draws a parent after the gate: nothing runs ahead
     tested = 2 if steps and a.accepted_share > 0 else 1
+    tested += a.frontier_reported if frontier and steps else 0
+    rollouts = train.epochs * n_train - (round(merges * train.epochs * n_train / steps) if merges else 0)
     stages = {
         "baseline": _stage(n_val * opt.val_repeats, rollout_in, rollout_out),
-        "rollout": _stage(train.epochs * n_train + redone, rollout_in, rollout_out),
+        "rollout": _stage(rollouts + redone, rollout_in, rollout_out),
         "validate": _stage(val_calls, rollout_in, rollout_out),
         "test": _stage(tested * n_test, rollout_in, rollout_out),
         "reflect": _stage(reflect_calls, reflect_in, reflect_out),
     }
+    if frontier:
+        stages["merge"] = _stage(merge_calls, *_merge_tokens(cfg, a))
     roles, total = _totals(stages)
     measured = {
         "tasks": {"train": n_train, "val": n_val, "test": n_test},
@@ -184,6 +224,7 @@ def estimate(
         "skill_growth_chars": growth,
         "validated_share": round(val_share, 3),
         "rollouts_redone": redone,
+        **({"merge_steps": merges} if frontier else {}),
         "not_counted": "call-cache hits, retries, steps with no edit to validate, a judge's calls",
     }
     return {

@@ -189,6 +189,13 @@ class OptimizerConfig(_Section):
     max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
     allow_task_text: bool = False  # keep edits that copy a task's question, context or answer
     task_text_ngram: int = Field(10, ge=3)  # shared consecutive words that make an edit a copy
+    # How the analyst reads the minibatch's sessions. digest: the budgeted views in its prompt;
+    # workspace: a harness optimizer also reads every rollout's full trace in a read-only folder,
+    # the views' gap markers pointing into it (skillgrad.evidence). None: workspace when the
+    # optimizer is a harness (claude_code_exec, codex_exec), else digest.
+    reflection: Literal["digest", "workspace"] | None = None
+    reflection_turns: int = Field(12, ge=1, le=200)  # turns that may open files (Codex: tool calls)
+    reflection_timeout_s: float = Field(600.0, gt=0)  # wall time of one reflection in a workspace
 
 
 class BudgetConfig(_Section):

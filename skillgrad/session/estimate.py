@@ -8,7 +8,9 @@ token, a target answer's length, a grader's feedback, how much of a validation r
 many candidates are accepted and how much the skill grows. Calls are counted as the trainer makes
 them: the baseline on val; per step the batch's rollouts (and, with train.overlap, the next
 batch's again after a rejection), one analyst call per minibatch and proposal, and a validation
-of the candidate; the final test of the initial skill and of the best one.
+of the candidate; the final test of the initial skill and of the best one. An analyst that reads a
+workspace (`optimizer.reflection`) takes several model turns per call (`model_turns`), each
+re-reading its prompt and what it opened so far.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from skillgrad.backends.base import AgentResult
 from skillgrad.backends.chat_agent import task_prompt
 from skillgrad.benchmarks.base import Score, Task
 from skillgrad.config import BudgetConfig, Config
+from skillgrad.evidence.mode import reflection_mode
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages
 from skillgrad.loop.rewrite import rewrite_messages
 from skillgrad.loop.rollout import Rollout
@@ -44,6 +47,11 @@ class Assumptions:
     # the candidates are taken to stop after their first wave
     racing_stops_early: float = 0.5
     accepted_share: float = 0.5  # of the steps whose candidate is accepted (the skill grows)
+    # optimizer.reflection: workspace: the share of optimizer.reflection_turns an analyst reads for,
+    # what one turn opens (a Read window or a search's hits) and the tokens of one tool call
+    reading_turns_share: float = 0.5
+    read_chars_per_turn: int = 3000
+    tool_call_tokens: int = 40
 
 
 def _tokens(chars: float, a: Assumptions) -> int:
@@ -110,6 +118,21 @@ def _analyst_tokens(
     return trace_chars, reflect_in, min(model.max_output_tokens_for("optimizer"), _tokens(reply_chars, a))
 
 
+def _reading(cfg: Config, a: Assumptions, reflect_in: int, reflect_out: int) -> tuple[int, int, int]:
+    """(model turns, input tokens, output tokens) of one reflection. In a workspace each turn
+    re-reads the prompt (its guide included) and everything opened before it, then calls a tool;
+    the last turn answers."""
+    if reflection_mode(cfg) == "digest":
+        return 1, reflect_in, reflect_out
+    reading = max(1, round(cfg.optimizer.reflection_turns * a.reading_turns_share))
+    listing = "\n".join(f"- tasks/{i:02d}/: task {i}" for i in range(1, cfg.train.minibatch_size + 1))
+    guide = render("skillgrad.evidence", "guide", listing=listing, tools="Read, Grep and Glob", turns=reading)
+    prompt = reflect_in + _tokens(len(guide), a)
+    opened = _tokens(a.read_chars_per_turn, a)
+    tokens_in = (reading + 1) * prompt + opened * reading * (reading + 1) // 2
+    return reading + 1, tokens_in, reading * a.tool_call_tokens + reflect_out
+
+
 def _validated_share(cfg: Config, a: Assumptions) -> float:
     """The share of a validation that runs: racing in waves stops some candidates early."""
     opt = cfg.optimizer
@@ -155,6 +178,7 @@ def estimate(
     rollout_in, rollout_out = _rollout_tokens(skill, all_tasks, a, turns, answer, half_grown)
     sample = splits.get("train", [])[: min(train.minibatch_size, train.batch_size)]
     trace_chars, reflect_in, reflect_out = _analyst_tokens(cfg, skill, sample, a, half_grown)
+    reflect_turns, reflect_in, reflect_out = _reading(cfg, a, reflect_in, reflect_out)
     reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
     reflect_calls *= opt.proposals_per_minibatch
 
@@ -170,6 +194,7 @@ def estimate(
         "test": _stage(tested * n_test, rollout_in, rollout_out),
         "reflect": _stage(reflect_calls, reflect_in, reflect_out),
     }
+    stages["reflect"]["model_turns"] = reflect_calls * reflect_turns
     roles, total = _totals(stages)
     measured = {
         "tasks": {"train": n_train, "val": n_val, "test": n_test},
@@ -184,6 +209,8 @@ def estimate(
         "skill_growth_chars": growth,
         "validated_share": round(val_share, 3),
         "rollouts_redone": redone,
+        "reflection": reflection_mode(cfg),
+        "analyst_turns": reflect_turns,
         "not_counted": "call-cache hits, retries, steps with no edit to validate, a judge's calls",
     }
     return {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
@@ -24,6 +25,9 @@ TRUNCATION_MARKER = "[... trace truncated: {n} more characters omitted ...]"
 _WIDTHS: tuple[int | None, ...] = (None, 300, 200, 140, 100, 70, 50, 40, 32, 24)
 _MAX_GAP_BETWEEN_REPEATS = 3  # steps between two repeats of an error that still make one run
 _DIGITS = re.compile(r"\d+")
+# Where the steps a gap hides can be read in full: (first, last) 0-based step indices -> a short
+# pointer such as `tasks/03/trace_full.txt lines 120-310`, appended to the gap's marker.
+Locator = Callable[[int, int], str]
 
 
 @dataclass(frozen=True)
@@ -151,9 +155,12 @@ def _items(steps: list[TraceStep]) -> list[_Item]:
 class _Layout:
     """Prefix sums that price any gap's marker in O(1)."""
 
-    def __init__(self, steps: list[TraceStep], items: list[_Item], counted: set[int]) -> None:
+    def __init__(
+        self, steps: list[TraceStep], items: list[_Item], counted: set[int], locate: Locator | None = None
+    ) -> None:
         self.steps = steps
         self.items = items
+        self.locate = locate
         self.chars = [0, *accumulate(len(s.text) for s in steps)]
         # errors a gap hides and no merged line counts
         self.errors = [0, *accumulate(int(_is_error(s) and i not in counted) for i, s in enumerate(steps))]
@@ -175,7 +182,8 @@ class _Layout:
         agent = self.steps[first].agent
         if agent is not None and self.run_end[first] >= last:
             parts.append(f"inside subagent {agent}")
-        return f"[... {', '.join(parts)} ...]"
+        where = f": {self.locate(first, last)}" if self.locate is not None else ""
+        return f"[... {', '.join(parts)}{where} ...]"
 
     def gap_cost(self, left: int | None, right: int | None) -> int:
         """Characters (with its newline) of the marker between two shown items (None: an end)."""
@@ -285,12 +293,12 @@ def _fill_order(steps: list[TraceStep], items: list[_Item], skip: set[int]) -> l
     return sorted((k for k in alternating if k not in skip), key=rank)  # stable: ends first
 
 
-def _plan(steps: list[TraceStep], caps: TraceCaps, budget: int) -> _Plan | None:
+def _plan(steps: list[TraceStep], caps: TraceCaps, budget: int, locate: Locator | None) -> _Plan | None:
     base = _items(steps)
     for stage in _STAGES:
         items, skip = _merge_errors(base) if stage.merge_errors else (base, set())
         counted = {i for k in skip for i in range(items[k].first, items[k].last + 1)}
-        layout = _Layout(steps, items, counted)
+        layout = _Layout(steps, items, counted, locate)
         must = _must_keep(steps, items, stage, skip)
         for width in (w for w in _WIDTHS if w is None or w >= stage.min_width):
             lines = {k: _item_lines(steps, items[k], caps, width, stage.user_width) for k in must}
@@ -341,13 +349,19 @@ def _text(plan: _Plan) -> str:
     return "\n".join(out)
 
 
-def render_view(steps: list[TraceStep], caps: TraceCaps | None = None, budget: int | None = None) -> str:
-    """The budgeted view of `steps`: at most `budget` (default `caps.total_chars`) characters."""
+def render_view(
+    steps: list[TraceStep],
+    caps: TraceCaps | None = None,
+    budget: int | None = None,
+    locate: Locator | None = None,
+) -> str:
+    """The budgeted view of `steps`: at most `budget` (default `caps.total_chars`) characters.
+    With `locate`, each gap marker also says where its hidden steps can be read in full."""
     caps = caps or TraceCaps()
     budget = caps.total_chars if budget is None else budget
     if not steps or budget <= 0:
         return ""
-    plan = _plan(steps, caps, budget)
+    plan = _plan(steps, caps, budget, locate)
     if plan is not None:
         return _text(plan)
     # Not even one first and one last line fit: a plain cut that says what it dropped.

@@ -144,7 +144,8 @@ def codex_analyst_reply(request: ResponsesRequest) -> Reply:
     if "exec_command" not in request.tool_names:
         found = FOUND_FILE.search(prompt)
         rule = rule_for(found.group(1)) if found else GENERIC_RULE
-        return Reply([message(json.dumps({"edits": [analyst_edit(rule, "from the prompt")]}))], usage=(400, 5))
+        edits = [analyst_edit(rule, "from the prompt")]
+        return Reply([message(json.dumps({"edits": edits}))], usage=(400, 5))
     pointer = POINTER.search(prompt)
     assert pointer, "no gap marker points into the workspace"
     path = pointer.group(1)

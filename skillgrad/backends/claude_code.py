@@ -46,6 +46,7 @@ from skillgrad.backends.claude_session import (
 from skillgrad.backends.cli_chat import CliChat
 from skillgrad.backends.common import split_messages
 from skillgrad.backends.containment import ContainedCli
+from skillgrad.backends.lifeline import ParentBoundCli
 from skillgrad.backends.reading import Investigation, ReadingBounds, investigate
 from skillgrad.config import Config
 from skillgrad.lazy import lazy_import
@@ -201,6 +202,19 @@ class ClaudeCodeChat(CliChat):
     default_model = DEFAULT_MODEL
     reading_tools = "Read, Grep and Glob (Grep with -n gives line numbers; Read takes offset and limit)"
 
+    def __init__(self, cfg: Config, role: Role) -> None:
+        super().__init__(cfg, role)
+        cli = find_cli(cfg)
+        # A session ends with the trainer: a SIGKILLed run leaves no analyst paying on (lifeline.py).
+        self.launcher = ParentBoundCli(cli) if cli else None
+        self.key_hint = key_hint(cfg, role)
+
+    def _common(self, stderr: deque[str]) -> dict[str, Any]:
+        common = common_options(self.cfg, self.role, stderr)
+        if self.launcher is not None:
+            common["cli_path"] = self.launcher.path
+        return common
+
     def options(
         self, cwd: str, system: str, schema: dict[str, Any] | None, effort: Effort | None, stderr: deque[str]
     ) -> sdk.ClaudeAgentOptions:
@@ -212,7 +226,7 @@ class ClaudeCodeChat(CliChat):
             output_format={"type": "json_schema", "schema": schema} if schema is not None else None,
             max_turns=3,  # the answer, plus the CLI's own reminder to call StructuredOutput
             effort=effort,
-            **common_options(self.cfg, self.role, stderr),
+            **self._common(stderr),
         )
 
     def _attempt(
@@ -223,7 +237,7 @@ class ClaudeCodeChat(CliChat):
         with tempfile.TemporaryDirectory(prefix="skillgrad-cc-") as cwd:
             options = self.options(cwd, system, schema, effort, stderr)
             timeout = self.cfg.model.claude_code_timeout_s
-            _, session, failure = run_session(prompt, options, timeout, stderr, key_hint(self.cfg, self.role))
+            _, session, failure = run_session(prompt, options, timeout, stderr, self.key_hint)
         usage = session.usage or Usage(calls=1, cost_usd=None)
         if is_transient(failure, session):
             return None, usage, failure or "; ".join(session.errors)
@@ -242,7 +256,7 @@ class ClaudeCodeChat(CliChat):
         stage: str,
     ) -> Investigation:
         """The answer after reading `folder` with Read, Grep and Glob (see `backends.reading`)."""
-        run = claude_reader.session_runner(self.cfg, self.role, Path(folder), bounds, schema, effort)
+        run = claude_reader.session_runner(self._common, Path(folder), bounds, schema, effort, self.key_hint)
         return investigate(
             run,
             messages,

@@ -12,22 +12,16 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.claude_session import (
-    STDERR_LINES,
-    common_options,
-    is_transient,
-    key_hint,
-    run_session,
-)
+from skillgrad.backends.claude_session import STDERR_LINES, is_transient, run_session
 from skillgrad.backends.common import split_messages
 from skillgrad.backends.reading import ReadingBounds, SessionOutcome, SessionRunner, ToolUse
-from skillgrad.config import Config
 from skillgrad.lazy import lazy_import
 from skillgrad.traces.claude import tool_result_text
-from skillgrad.values import Effort, Message, Role, Usage
+from skillgrad.values import Effort, Message, Usage
 
 if TYPE_CHECKING:
     import claude_agent_sdk as sdk
@@ -40,15 +34,14 @@ _ANSWER_TOOL = "StructuredOutput"
 
 
 def reading_options(
-    cfg: Config,
-    role: Role,
+    common: dict[str, Any],
     folder: Path,
     system: str,
     schema: dict[str, Any] | None,
     effort: Effort | None,
     turns: int,
-    stderr: deque[str],
 ) -> sdk.ClaudeAgentOptions:
+    """The session's options; `common` are the optimizer's own (endpoint, key, model, launcher)."""
     return sdk.ClaudeAgentOptions(
         cwd=str(folder),
         system_prompt=system,
@@ -59,7 +52,7 @@ def reading_options(
         output_format={"type": "json_schema", "schema": schema} if schema is not None else None,
         max_turns=turns + ANSWER_TURNS,
         effort=effort,
-        **common_options(cfg, role, stderr),
+        **common,
     )
 
 
@@ -100,18 +93,20 @@ def _turns(events: list[dict[str, Any]]) -> int:
 
 
 def session_runner(
-    cfg: Config,
-    role: Role,
+    common: Callable[[deque[str]], dict[str, Any]],
     folder: Path,
     bounds: ReadingBounds,
     schema: dict[str, Any] | None,
     effort: Effort | None,
+    key_hint: str,
 ) -> SessionRunner:
+    """One session a call, in `folder`; `common(stderr)` gives the optimizer's common options."""
+
     def run(messages: list[Message], seconds_left: float) -> SessionOutcome:
         system, prompt = split_messages(messages)
         stderr: deque[str] = deque(maxlen=STDERR_LINES)
-        options = reading_options(cfg, role, folder, system, schema, effort, bounds.turns, stderr)
-        events, session, failure = run_session(prompt, options, seconds_left, stderr, key_hint(cfg, role))
+        options = reading_options(common(stderr), folder, system, schema, effort, bounds.turns)
+        events, session, failure = run_session(prompt, options, seconds_left, stderr, key_hint)
         usage = session.usage or Usage(calls=1, cost_usd=None)
         outcome = SessionOutcome(None, usage, tool_uses=tool_uses(events), turns=_turns(events))
         if session.terminal_reason == "max_turns":

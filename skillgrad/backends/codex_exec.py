@@ -209,7 +209,7 @@ class CodexChat(CliChat):
 
     name = BACKEND
     default_model = DEFAULT_MODEL
-    reading_tools = "read-only shell commands: `grep -n`, `rg -n`, `sed -n 'A,Bp' FILE`, `cat`, `ls`"
+    reading_tools = "read-only shell commands: `grep -n`, `sed -n 'A,Bp' FILE`, `head`, `tail`, `cat`, `ls`"
 
     def __init__(self, cfg: Config, role: Role) -> None:
         super().__init__(cfg, role)

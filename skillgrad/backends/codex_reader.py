@@ -1,13 +1,13 @@
 """Codex as an analyst that reads a folder (`ReadingChatModel.investigate`, see `reading`).
 
 Found by running the pinned CLI (0.169.0) against a scripted API: the session runs with `--cd` the
-folder and `--sandbox read-only`, so its shell reads (`cat`, `sed -n`, `grep -n`, `rg`) and
-nothing else: a write is refused by the file system ("Read-only file system"), `apply_patch` is
-rejected ("writing is blocked by read-only sandbox"), and the network is cut. The read-only sandbox
-reads the whole disk, like the CLI's own; the private HOME and CODEX_HOME, and the API key kept out
-of the commands' environment (`codex_args`), are what it could find there. Tool calls are counted
-from the events and the session is stopped past `ReadingBounds.turns` of them (the CLI has no turn
-limit of its own); its turns are counted as its tool calls plus the answer.
+folder and `--sandbox read-only`, so its shell reads (`cat`, `sed -n`, `grep -n`) and nothing
+else: a write is refused by the file system ("Read-only file system"), `apply_patch` is rejected
+("writing is blocked by read-only sandbox"), and the network is cut. The sandbox still lets a
+command read outside the folder (Claude Code's reader cannot); its HOME and CODEX_HOME are private
+and empty, and the API key is kept out of the commands' environment (`codex_args`). Tool calls
+are counted from the events and the session is stopped past `ReadingBounds.turns` of them (the CLI
+has no turn limit of its own); its turns are counted as its tool calls plus the answer.
 """
 
 from __future__ import annotations

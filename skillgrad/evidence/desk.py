@@ -7,6 +7,7 @@ the reflection record: the tool calls, the files and line ranges they opened, tu
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,7 @@ class OpenDesk:
     casefile: Casefile
     chat: WorkspaceChat
     rollouts: list[Rollout]
+    build_s: float  # writing the folder, before the call
 
     def record(self, found: Investigation | None = None) -> dict[str, Any]:
         """Fields of the reflection record (beside prompt, reply and edits)."""
@@ -104,6 +106,7 @@ class OpenDesk:
             "reflection": "workspace",
             "workspace": self.name,
             "workspace_files": sorted(self.casefile.files),
+            "workspace_build_s": round(self.build_s, 3),
             **session_record(found or self.chat.found, self.folder),
         }
 
@@ -127,8 +130,10 @@ class Desk:
         rejected: list[Edit],
         include_traces: bool,
     ) -> OpenDesk:
+        started = time.monotonic()
         clean = [redacted(r, self.redaction) for r in rollouts]
         casefile = build_casefile(self.redaction.text(skill), clean, rejected, include_traces)
         folder = self.run.write_folder(self.run.reflection_workspace(step, name), casefile.files)
         text = guide(casefile, chat.reading_tools, self.bounds.turns)
-        return OpenDesk(folder, name, casefile, WorkspaceChat(chat, folder, self.bounds, text), clean)
+        bound = WorkspaceChat(chat, folder, self.bounds, text)
+        return OpenDesk(folder, name, casefile, bound, clean, time.monotonic() - started)

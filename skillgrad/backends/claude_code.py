@@ -196,7 +196,8 @@ class ClaudeCodeAgent:
 
 
 class ClaudeCodeChat(CliChat):
-    """The optimizer role (and a chat model in general) on the Claude Code CLI, without tools."""
+    """The optimizer role (and a chat model in general) on the Claude Code CLI: without tools
+    (`complete`), or reading a reflection workspace with Read, Grep and Glob (`investigate`)."""
 
     name = BACKEND
     default_model = DEFAULT_MODEL

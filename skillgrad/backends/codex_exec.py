@@ -205,7 +205,8 @@ class CodexAgent:
 
 
 class CodexChat(CliChat):
-    """The optimizer role (and a chat model in general) on the Codex CLI, without tools."""
+    """The optimizer role (and a chat model in general) on the Codex CLI: without tools
+    (`complete`), or reading a reflection workspace under the read-only sandbox (`investigate`)."""
 
     name = BACKEND
     default_model = DEFAULT_MODEL

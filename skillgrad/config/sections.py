@@ -193,6 +193,13 @@ class OptimizerConfig(_Section):
     search: Literal["greedy", "frontier"] = "greedy"
     parent: Literal["pareto", "lexicase", "best"] = "lexicase"  # frontier: how a step's parent is drawn
     merge_every: int = Field(3, ge=0)  # frontier: every n-th step merges two lineages (0: never)
+    # How the analyst reads the minibatch's sessions. digest: the budgeted views in its prompt;
+    # workspace: a harness optimizer also reads every rollout's full trace in a read-only folder,
+    # the views' gap markers pointing into it (skillgrad.evidence). None: workspace when the
+    # optimizer is a harness (claude_code_exec, codex_exec), else digest.
+    reflection: Literal["digest", "workspace"] | None = None
+    reflection_turns: int = Field(12, ge=1, le=200)  # turns that may open files (Codex: tool calls)
+    reflection_timeout_s: float = Field(600.0, gt=0)  # wall time of one reflection in a workspace
 
 
 class BudgetConfig(_Section):

@@ -14,7 +14,7 @@ from skillgrad.package.prompt import package_schema, package_targets, package_vi
 from skillgrad.skill import END_ANCHOR, Edit, edit_targets
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
-from skillgrad.traces.view import render_view
+from skillgrad.traces.view import Locator, render_view
 from skillgrad.values import Effort, Message, Reply, Rollout
 
 PROMPTS = "skillgrad.loop"
@@ -76,6 +76,8 @@ class AnalystInputs:
     package_chars: int = 12000  # a package's files shown in full (skill.prompt_chars)
     budget: int | None = None  # the skill's size budget (skill.max_chars), stated when set
     shape_example: bool = True  # show the one edit from another domain (optimizer.shape_example)
+    # per rollout, where its full trace can be read (a reflection workspace): gap markers say so
+    locators: tuple[Locator | None, ...] = ()
 
 
 def trace_sections(inputs: AnalystInputs) -> list[str]:
@@ -93,7 +95,9 @@ def trace_sections(inputs: AnalystInputs) -> list[str]:
         left = sum(weights[j] for j in order[position:])
         heading = f"{inputs.trace_heading}\n"
         share = remaining * weights[i] // left - len(heading) - 1
-        view = render_view(inputs.rollouts[i].result.trace, inputs.caps, min(share, inputs.caps.total_chars))
+        locate = inputs.locators[i] if i < len(inputs.locators) else None
+        trace, budget = inputs.rollouts[i].result.trace, min(share, inputs.caps.total_chars)
+        view = render_view(trace, inputs.caps, budget, locate)
         sections[i] = f"{heading}{view or '(no steps)'}\n" if share > len("(no steps)") else ""
         remaining -= len(sections[i])
     return sections

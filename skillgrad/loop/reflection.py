@@ -6,12 +6,17 @@ reflection persisted and paid for; when selection drops every proposed edit, the
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import cast
 
 from skillgrad.backends.base import ChatModel
+from skillgrad.backends.reading import ReadingBoundError, ReadingBounds, ReadingChatModel
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
+from skillgrad.evidence.desk import Desk, OpenDesk, digest_record
+from skillgrad.evidence.mode import reads_workspace
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
@@ -65,6 +70,13 @@ class Reflection:
         # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not to.
         self.include_traces = cfg.model.analyst_sees_traces()
         self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
+        # optimizer.reflection: workspace -> each analyst reads its minibatch in a folder (evidence)
+        self.desk: Desk | None = None
+        self.readers: list[ReadingChatModel] = []
+        if reads_workspace(cfg, self.chats[0]):
+            self.readers = [cast(ReadingChatModel, chat) for chat in self.chats]
+            bounds = ReadingBounds(cfg.optimizer.reflection_turns, cfg.optimizer.reflection_timeout_s)
+            self.desk = Desk(run, bounds)
 
     def reflect(
         self, step: int, epoch: int | None, state: TrainState, rollouts: list[Rollout], lr: int
@@ -118,6 +130,17 @@ class Reflection:
             shape_example=self.cfg.optimizer.shape_example,
         )
 
+    def _analyst_for(
+        self, step: int, name: str, proposal: int, inputs: AnalystInputs
+    ) -> tuple[ChatModel, AnalystInputs, OpenDesk | None]:
+        """The analyst's model and inputs: as they are, or in a fresh workspace whose files the
+        inputs' trace views point into (optimizer.reflection: workspace)."""
+        if self.desk is None:
+            return self.chats[proposal], inputs, None
+        reader, seen = self.readers[proposal], (inputs.skill, inputs.rollouts, inputs.rejected)
+        desk = self.desk.open(step, name, reader, *seen, include_traces=inputs.include_traces)
+        return desk.chat, replace(inputs, rollouts=desk.rollouts, locators=desk.casefile.locators), desk
+
     def _one(
         self,
         step: int,
@@ -133,23 +156,36 @@ class Reflection:
         returned (the others may still answer), except a refused key or quota, which stops the run."""
         name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "") + ("_reask" if reask else "")
         record_path = self.run.reflection_path(step, name)
+        failures = sum(1 for r in minibatch if not r.score.passed)
         with self.slots:
             self.accounting.reserve()
             inputs = self._inputs("" if reask else skill, minibatch, rejected, lr)
+            chat, inputs, desk = self._analyst_for(step, name, proposal, inputs)
+            started = time.monotonic()
             try:
                 patch, reply, messages = self.analyst(
-                    self.chats[proposal], inputs, index, self.cfg.model.effort_for("optimizer"), proposal
+                    chat, inputs, index, self.cfg.model.effort_for("optimizer"), proposal
                 )
             except FatalBackendError:
                 self.accounting.release()
                 raise
+            except ReadingBoundError as bounded:  # paid; the step goes on without this analyst's edits
+                self.accounting.record("optimizer", "reflect", bounded.spent.reply.usage, None)
+                extra = desk.record(bounded.spent) if desk else {}
+                self.run.write_json(record_path, {"minibatch": index, "error": str(bounded), **extra})
+                self.events.emit("message", text=f"step {step}: reflection {name}: {bounded}")
+                return Patch(index, [], failures, proposal, reask)
             except (StructuredOutputError, BackendError) as exc:
                 self.accounting.release()
-                self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
+                extra = desk.record() if desk else {}
+                self.run.write_json(record_path, {"minibatch": index, "error": str(exc), **extra})
                 return exc
             self.accounting.record("optimizer", "reflect", reply.usage, reply.saved)
         patch = replace(patch, reask=reask)
-        self.run.write_json(record_path, reflection_record(index, minibatch, messages, reply, patch))
+        shown = desk.chat.sent if desk else messages  # what the analyst was sent, its guide included
+        record = reflection_record(index, minibatch, shown, reply, patch)
+        record.update(desk.record() if desk else digest_record(reply, time.monotonic() - started))
+        self.run.write_json(record_path, record)
         return patch
 
 

@@ -11,7 +11,9 @@ batch's again after a rejection), one analyst call per minibatch and proposal, a
 of the candidate; the final test of the initial skill and of the best one. A frontier search
 (`optimizer.search: frontier`) never rolls out ahead (nothing is redone); a merge step spends no
 train batch and no reflection, and one analyst call when the lineages conflict; the final test also
-reports frontier members.
+reports frontier members. An analyst that reads a
+workspace (`optimizer.reflection`) takes several model turns per call (`model_turns`), each
+re-reading its prompt and what it opened so far.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from skillgrad.backends.base import AgentResult
 from skillgrad.backends.chat_agent import task_prompt
 from skillgrad.benchmarks.base import Score, Task
 from skillgrad.config import BudgetConfig, Config
+from skillgrad.evidence.mode import reflection_mode
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages
 from skillgrad.loop.rewrite import rewrite_messages
 from skillgrad.loop.rollout import Rollout
@@ -56,6 +59,11 @@ class Assumptions:
     merges_made: float = 0.5
     merge_conflicts: float = 0.5
     frontier_reported: int = 1
+    # optimizer.reflection: workspace: the share of optimizer.reflection_turns an analyst reads for,
+    # what one turn opens (a Read window or a search's hits) and the tokens of one tool call
+    reading_turns_share: float = 0.5
+    read_chars_per_turn: int = 3000
+    tool_call_tokens: int = 40
 
 
 def _tokens(chars: float, a: Assumptions) -> int:
@@ -122,6 +130,21 @@ def _analyst_tokens(
     return trace_chars, reflect_in, min(model.max_output_tokens_for("optimizer"), _tokens(reply_chars, a))
 
 
+def _reading(cfg: Config, a: Assumptions, reflect_in: int, reflect_out: int) -> tuple[int, int, int]:
+    """(model turns, input tokens, output tokens) of one reflection. In a workspace each turn
+    re-reads the prompt (its guide included) and everything opened before it, then calls a tool;
+    the last turn answers."""
+    if reflection_mode(cfg) == "digest":
+        return 1, reflect_in, reflect_out
+    reading = max(1, round(cfg.optimizer.reflection_turns * a.reading_turns_share))
+    listing = "\n".join(f"- tasks/{i:02d}/: task {i}" for i in range(1, cfg.train.minibatch_size + 1))
+    guide = render("skillgrad.evidence", "guide", listing=listing, tools="Read, Grep and Glob", turns=reading)
+    prompt = reflect_in + _tokens(len(guide), a)
+    opened = _tokens(a.read_chars_per_turn, a)
+    tokens_in = (reading + 1) * prompt + opened * reading * (reading + 1) // 2
+    return reading + 1, tokens_in, reading * a.tool_call_tokens + reflect_out
+
+
 def _validated_share(cfg: Config, a: Assumptions) -> float:
     """The share of a validation that runs: racing in waves stops some candidates early."""
     opt = cfg.optimizer
@@ -186,6 +209,7 @@ def estimate(
     rollout_in, rollout_out = _rollout_tokens(skill, all_tasks, a, turns, answer, half_grown)
     sample = splits.get("train", [])[: min(train.minibatch_size, train.batch_size)]
     trace_chars, reflect_in, reflect_out = _analyst_tokens(cfg, skill, sample, a, half_grown)
+    reflect_turns, reflect_in, reflect_out = _reading(cfg, a, reflect_in, reflect_out)
     reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
     reflect_calls *= opt.proposals_per_minibatch
     merges, merge_calls = frontier_steps(cfg, steps, a)  # merge steps: no batch, no reflection
@@ -210,6 +234,7 @@ def estimate(
     }
     if frontier:
         stages["merge"] = _stage(merge_calls, *_merge_tokens(cfg, a))
+    stages["reflect"]["model_turns"] = reflect_calls * reflect_turns
     roles, total = _totals(stages)
     measured = {
         "tasks": {"train": n_train, "val": n_val, "test": n_test},
@@ -225,6 +250,8 @@ def estimate(
         "validated_share": round(val_share, 3),
         "rollouts_redone": redone,
         **({"merge_steps": merges} if frontier else {}),
+        "reflection": reflection_mode(cfg),
+        "analyst_turns": reflect_turns,
         "not_counted": "call-cache hits, retries, steps with no edit to validate, a judge's calls",
     }
     return {

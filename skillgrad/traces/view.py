@@ -16,6 +16,7 @@ the same view.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -33,6 +34,9 @@ TRUNCATION_MARKER = "[... trace truncated: {n} more characters omitted ...]"
 _WIDTHS: tuple[int | None, ...] = (None, 300, 200, 140, 100, 70, 50, 40, 32, 24)
 _RUN_CALL_CHARS = 160  # the call shown on a collapsed line: enough to recognise it
 _MIN_FILL = 20  # below this many characters left, nothing more fits
+# Where the steps a gap hides can be read in full: (first, last) 0-based step indices -> a short
+# pointer such as `tasks/03/trace_full.txt lines 120-310`, appended to the gap's marker.
+Locator = Callable[[int, int], str]
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class HiddenSpan:
     errors: int  # errors that no line of the view shows or counts
     user_turns: int  # user steps that no line of the view shows
     agent: str | None = None  # the subagent every hidden step belongs to, if one does
+    where: str = ""  # where the hidden steps can be read in full (a reflection workspace's file)
 
 
 def _plural(n: int, word: str) -> str:
@@ -60,7 +65,8 @@ def gap_marker(span: HiddenSpan) -> str:
         parts.append(_plural(span.user_turns, "user turn"))
     if span.agent is not None:
         parts.append(f"inside @{span.agent}")
-    return f"[... {', '.join(parts)} ...]"
+    where = f": {span.where}" if span.where else ""
+    return f"[... {', '.join(parts)}{where} ...]"
 
 
 @dataclass(frozen=True)
@@ -115,8 +121,8 @@ class _Trace:
 class _Layout:
     """One stage's items and gap prices; steps counted on a merged line are not counted again."""
 
-    def __init__(self, trace: _Trace, items: list[Item], counted: set[int]) -> None:
-        self.trace, self.items = trace, items
+    def __init__(self, trace: _Trace, items: list[Item], counted: set[int], locate: Locator | None) -> None:
+        self.trace, self.items, self.locate = trace, items, locate
         steps = trace.steps
         # a merged line counts these (errors, some of them user turns): the gap holding them does not
         self.counted_errors = sorted(counted)
@@ -137,6 +143,7 @@ class _Layout:
             t.errors[last + 1] - t.errors[first] - counted(self.counted_errors),
             t.users[last + 1] - t.users[first] - counted(self.counted_users),
             agent if agent is not None and t.run_end[first] >= last else None,
+            self.locate(first, last) if self.locate is not None else "",
         )
 
     def bounds(self, left: int | None, right: int | None) -> tuple[int, int]:
@@ -258,11 +265,11 @@ def _fill_order(trace: _Trace, items: list[Item], skip: set[int]) -> list[int]:
     return sorted((k for k in alternating if k not in skip), key=rank)  # stable: ends first
 
 
-def _plan(trace: _Trace, budget: int) -> _Plan | None:
+def _plan(trace: _Trace, budget: int, locate: Locator | None) -> _Plan | None:
     for stage in _STAGES:
         items, skip = merge_errors(trace.items) if stage.merge_errors else (trace.items, set())
         counted = {i for k in skip for i in items[k].members}
-        layout = _Layout(trace, items, counted)
+        layout = _Layout(trace, items, counted, locate)
         must = _must_keep(trace, items, stage, skip)
         widths = [w for w in _WIDTHS if w is None or w >= stage.min_width]
         if not stage.errors_kept:
@@ -363,13 +370,19 @@ def _text(plan: _Plan) -> str:
     return "\n".join(out)
 
 
-def render_view(steps: list[TraceStep], caps: TraceCaps | None = None, budget: int | None = None) -> str:
-    """The budgeted view of `steps`: at most `budget` (default `caps.total_chars`) characters."""
+def render_view(
+    steps: list[TraceStep],
+    caps: TraceCaps | None = None,
+    budget: int | None = None,
+    locate: Locator | None = None,
+) -> str:
+    """The budgeted view of `steps`: at most `budget` (default `caps.total_chars`) characters.
+    With `locate`, each gap marker also says where its hidden steps can be read in full."""
     caps = caps or TraceCaps()
     budget = caps.total_chars if budget is None else budget
     if not steps or budget <= 0:
         return ""
-    plan = _plan(_Trace(steps, caps), budget)
+    plan = _plan(_Trace(steps, caps), budget, locate)
     if plan is not None:
         return _text(plan)
     # Not even one first and one last line fit: a plain cut that says what it dropped.

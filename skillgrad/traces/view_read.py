@@ -18,7 +18,7 @@ _SINGLE = re.compile(r"^(\d+)(?:-(\d+))?\. \[")
 _COLLAPSED = re.compile(r"^steps ([\d, -]+): (\d+)x \[(\w+)")
 _GAP = re.compile(
     r"^\[\.\.\. (\d+) steps?, ([\d,]+) chars hidden"
-    r"(?:, (\d+) errors?)?(?:, (\d+) user turns?)?(?:, inside @.+)? \.\.\.\]$"
+    r"(?:, (\d+) errors?)?(?:, (\d+) user turns?)?(?:, inside @.+?)?(?:: .+?)? \.\.\.\]$"
 )
 
 

@@ -43,6 +43,7 @@ class SeedRun:
     target_cap: int
     sets: tuple[str, ...]  # the user's --set, for skillgrad only
     test_tasks: tuple[Task, ...]
+    settings_key: str = ""  # a hash of what decides a test score besides the skill (models, caps)
 
     @property
     def seed_sets(self) -> list[str]:
@@ -106,7 +107,7 @@ def skillgrad_eval(sr: SeedRun, skill: Path) -> float:
 
 def test_pair(sr: SeedRun, best: str) -> tuple[float, float, float, dict[str, int]]:
     """Test score of the empty initial skill and of `best` (skillgrad's chat target); wall; usage."""
-    scores = TestScores(sr.work / "test_scores.json")
+    scores = TestScores(sr.work / f"test_scores{sr.settings_key}.json")
     mark, start = sr.log.mark(), time.perf_counter()
     before = scores.get("", lambda p: skillgrad_eval(sr, p), sr.work / "test_initial")
     after = scores.get(best, lambda p: skillgrad_eval(sr, p), sr.work / f"test_{skill_key(best)}")

@@ -216,6 +216,7 @@ def run_seed(args: argparse.Namespace, key: str, seed: int, served: Served, tool
     if args.reuse:
         reuse_rows(args, key, seed, wanted, budget)
     test = load_benchmark(load_config(config, [f"benchmark.seed={seed}"])).load("test")
+    key_text = json.dumps(wanted, sort_keys=True)
     sr = systems.SeedRun(
         key,
         seed,
@@ -227,6 +228,7 @@ def run_seed(args: argparse.Namespace, key: str, seed: int, served: Served, tool
         spec.target_cap,
         tuple(args.set),
         tuple(test),
+        "_" + systems.skill_key(key_text),
     )
     for system in args.systems:
         path = row_path(args.out, key, seed, system)

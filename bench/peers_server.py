@@ -3,9 +3,9 @@
 Each model is served by xllamacpp's own HTTP server (llama.cpp's `llama-server`, one slot) in a child
 process of its own, on a port of its own; `Router` listens on one more port and forwards each
 `POST .../chat/completions` to the model its body names (`"model": "target"` or `"optimizer"`, the
-role names the bench gives every system). xllamacpp's server can also route by itself
-(`models_dir`/`models_preset`, llama.cpp's router mode), but that mode spawns `llama-server`
-binaries, which the Python package does not ship; one small proxy in the bench process does the same.
+role names the bench gives every system). xllamacpp's parameters also carry llama.cpp's own
+router-mode keys (`models_dir`, `models_preset`); the bench does not use them: a router of its own
+is where each request is capped and counted the same way for every system.
 
 The router is also where calls and tokens are counted, the same way for every system: one
 `Call` per completion (role, prompt and completion tokens from the server's `usage`, the user

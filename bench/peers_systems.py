@@ -116,7 +116,7 @@ def test_pair(sr: SeedRun, best: str) -> tuple[float, float, float, dict[str, in
 
 def row_of(
     sr: SeedRun, system: str, search: dict[str, Any], test: tuple[float, float, float, dict[str, int]]
-):
+) -> dict[str, Any]:
     before, after, test_wall, test_usage = test
     return {
         "benchmark": sr.benchmark,

@@ -22,8 +22,10 @@ import http.client
 import json
 import multiprocessing
 import os
+import select
+import socket
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.connection import Connection
@@ -46,6 +48,7 @@ class CallLog:
     """Every completion the router forwarded, in order; thread safe."""
 
     calls: list[Call] = field(default_factory=list)
+    abandoned: int = 0  # requests whose client left before the reply (a client timeout)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, call: Call) -> None:
@@ -176,32 +179,57 @@ class Router(ThreadingHTTPServer):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
-    def forward(self, body: dict[str, Any]) -> tuple[int, bytes]:
+    def forward(self, body: dict[str, Any], client_gone: Callable[[], bool]) -> tuple[int, bytes] | None:
+        """The upstream's reply, or None when the client left first: then the upstream connection
+        is shut, so that llama.cpp's server, which watches its connections while it generates, can
+        drop the task (a client that timed out and retries must not queue behind its own
+        abandoned request on a one-slot server)."""
         role = str(body.get("model", ""))
         if role not in self.upstreams:
             known = ", ".join(self.upstreams)
             return 404, _error(f"model {role!r} is not served here; use one of: {known}")
         conn = http.client.HTTPConnection("127.0.0.1", self.upstreams[role], timeout=self.timeout_s)
-        try:
-            payload = json.dumps(capped(body, self.caps[role])).encode("utf-8")
-            conn.request("POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"})
-            reply = conn.getresponse()
-            status, data = reply.status, reply.read()
-        except OSError as exc:
-            return 502, _error(f"model {role!r}: {exc}")
-        finally:
-            conn.close()
+        payload = json.dumps(capped(body, self.caps[role])).encode("utf-8")
+        done: dict[str, tuple[int, bytes]] = {}
+
+        def call() -> None:
+            try:
+                conn.request("POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"})
+                reply = conn.getresponse()
+                done["reply"] = (reply.status, reply.read())
+            except OSError as exc:
+                done["reply"] = (502, _error(f"model {role!r}: {exc}"))
+
+        worker = threading.Thread(target=call, daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.5)
+            if worker.is_alive() and client_gone():
+                with contextlib.suppress(OSError):
+                    if conn.sock is not None:
+                        conn.sock.shutdown(socket.SHUT_RDWR)
+                worker.join(5)
+                conn.close()
+                self.log.abandoned += 1
+                return None
+        conn.close()
+        status, data = done["reply"]
         if status == 200:
             used = json.loads(data).get("usage") or {}
-            self.log.add(
-                Call(
-                    role,
-                    int(used.get("prompt_tokens", 0)),
-                    int(used.get("completion_tokens", 0)),
-                    last_user(body),
-                )
-            )
+            prompt, completion = int(used.get("prompt_tokens", 0)), int(used.get("completion_tokens", 0))
+            self.log.add(Call(role, prompt, completion, last_user(body)))
         return status, data
+
+
+def peer_closed(sock: socket.socket) -> bool:
+    """Whether the client closed its end (readable with nothing to read: EOF)."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    if not readable:
+        return False
+    try:
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
 
 
 def _error(message: str) -> bytes:
@@ -236,7 +264,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or not self.path.endswith("/chat/completions"):
             self._send(400, _error("expected a JSON chat completion request at /v1/chat/completions"))
             return
-        self._send(*self.server.forward(body))
+        reply = self.server.forward(body, lambda: peer_closed(self.connection))
+        if reply is not None:
+            self._send(*reply)
 
 
 class Served:

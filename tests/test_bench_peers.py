@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, text
+from tests.fakes.openai_server import Request, ScriptedOpenAI, Text, json_reply, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
@@ -104,6 +104,33 @@ def test_the_router_serves_both_roles_at_one_address_capped_and_counted() -> Non
         assert target.requests[0]["max_tokens"] == 64 and "max_completion_tokens" not in target.requests[0]
         assert optimizer.requests[0]["max_tokens"] == 256
     assert router.log.calls == [ps.Call("target", 11, 3, "How many?"), ps.Call("optimizer", 50, 7, "Fix it")]
+
+
+def test_a_request_whose_client_left_is_dropped_not_waited_for() -> None:
+    """A client that times out (SkillOpt's SDK default is 600 s) leaves; the router shuts the
+    upstream connection at once instead of holding it until the reply, and counts no call."""
+    import threading
+    import time
+
+    with ScriptedOpenAI(lambda r: Text("late", usage=(5, 1), delay_s=float(r.user))) as upstream:
+        router = ps.Router({"target": int(upstream.base_url.split(":")[2].split("/")[0])}, {"target": 64}, 30)
+        threading.Thread(target=router.serve_forever, daemon=True).start()
+        try:
+            hasty = OpenAI(base_url=router.base_url, api_key="sk-bench", max_retries=0, timeout=0.5)
+            with pytest.raises(Exception, match="timed out"):
+                hasty.chat.completions.create(model="target", messages=[{"role": "user", "content": "4"}])
+            deadline = time.monotonic() + 3
+            while router.log.abandoned == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert router.log.abandoned == 1 and router.log.calls == []
+            patient = OpenAI(base_url=router.base_url, api_key="sk-bench", max_retries=0, timeout=10)
+            reply = patient.chat.completions.create(
+                model="target", messages=[{"role": "user", "content": "0"}]
+            )
+            assert reply.choices[0].message.content == "late" and len(router.log.calls) == 1
+        finally:
+            router.shutdown()
+            router.server_close()
 
 
 def test_sign_test_and_tables() -> None:

@@ -280,6 +280,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         for name in ("data_root", "target_model", "optimizer_model"):
             if getattr(args, name) is None:
                 parser.error(f"--{name.replace('_', '-')} is needed to run (or --table-only)")
+        for name in ("target_model", "optimizer_model"):
+            if not getattr(args, name).is_file():
+                parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: no such file")
+        if not args.data_root.is_dir():
+            parser.error(f"--data-root {args.data_root}: no such folder")
         if "skillopt" in args.systems and args.skillopt_src is None:
             parser.error("--systems skillopt needs --skillopt-src PATH (see bench/skillopt_side.py)")
     args.out, args.work = args.out.resolve(), args.work.resolve()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,26 @@ def test_table_only_prints_the_stored_rows(tmp_path: Path, capsys: pytest.Captur
     assert vs_peers.main(["--table-only", "--out", str(tmp_path), "--benchmarks", "bbh_count"]) == 0
     printed = capsys.readouterr().out
     assert "| bbh_count | 1 | skillgrad |" in printed and "| bbh_count | skillgrad | 2 | +0.188 |" in printed
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "t.gguf").write_bytes(b"GGUF")
+    base = ["--data-root", str(tmp_path), "--target-model", str(tmp_path / "t.gguf")]
+    for argv, message in (
+        (
+            [*base, "--optimizer-model", str(tmp_path / "nope.gguf")],
+            "--optimizer-model .*nope.gguf: no such file",
+        ),
+        (
+            [*base, "--optimizer-model", str(tmp_path / "t.gguf"), "--systems", "skillopt"],
+            "needs --skillopt-src",
+        ),
+        (["--target-model", "x.gguf"], "--data-root is needed to run"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            vs_peers.parse_args(argv)
+        assert exit_info.value.code == 2
+        assert re.search(message, capsys.readouterr().err)
 
 
 def test_searchqa_contexts_are_cut_at_a_doc_boundary() -> None:

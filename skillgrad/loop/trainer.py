@@ -64,7 +64,9 @@ class Trainer:
         self.initial_skill = initial_skill
         self.gate = strategies.gate
         self.schedule = strategies.schedule
-        self.candidates = Candidates(cfg, run, events, strategies.merger, strategies.ranker)
+        self.candidates = Candidates(
+            cfg, run, events, strategies.merger, strategies.ranker, lambda: self.benchmark_split("train")
+        )
         self.accounting = Accounting(ledger)
         self.runner = RolloutRunner(cfg, benchmark, roles, run, events, self.accounting)
         self.reflection = Reflection(

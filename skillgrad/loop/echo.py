@@ -6,7 +6,11 @@ no packaged benchmark comes from (chess moves, to teach the shape), and anything
 bring in that is a line or a quoted span of a template, or a long stretch of one, is dropped
 before selection, so a copied edit never costs a validation run. The step's failed answers
 count as prompt text too (`with_failed_answers`): a small analyst copies the wrong answer it was
-shown, and a rule that restates a wrong answer can only teach the mistake.
+shown, and a rule that restates a wrong answer can only teach the mistake. An edit whose content
+or rationale takes over `EXAMPLE_RUN` consecutive words of the example edit imitates it (the
+1.5B analyst's "tasks 2 and 4 wrote the program's name in words", from an example rationale
+"tasks 2 and 4 wrote the moves in words", issue 26): it is dropped too. The example's wording is
+chosen so that every such run names its own domain (chess), never a phrase a real rule needs.
 """
 
 from __future__ import annotations
@@ -24,6 +28,15 @@ _PLACEHOLDER = re.compile(r"\$\{?\w+\}?")
 _QUOTE_MARKS = re.compile("[\"'`\u2018\u2019\u201c\u201d]")
 MIN_STRETCH_CHARS = 24  # shorter contents ("YES", "end") may occur in a template by chance
 MIN_SCAFFOLD_CHARS = 8  # a template line with less fixed text than this matches too much
+# An edit whose content or rationale shares this many consecutive words with the example edit
+# imitates it ("tasks 2 and 4 wrote the program's name in words", issue 26; ", e.g. Nf3 or exd5").
+EXAMPLE_RUN = 5
+_WORD = re.compile(r"\w+")
+
+
+def _runs(text: str, n: int = EXAMPLE_RUN) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def _clean(text: str) -> str:
@@ -38,10 +51,13 @@ def template_texts(package: str = "skillgrad.loop") -> list[str]:
 class PromptEcho:
     """`echo(edit)` is true when the edit's new text was copied from one of `texts`."""
 
-    def __init__(self, texts: Iterable[str], copied_texts: Iterable[str] = ()) -> None:
+    def __init__(self, texts: Iterable[str], copied_texts: Iterable[str] = (), example: str = "") -> None:
         """`texts`: prompt templates (their placeholder lines are scaffolding patterns);
-        `copied_texts`: other prompt text an edit must not restate (the step's failed answers)."""
+        `copied_texts`: other prompt text an edit must not restate (the step's failed answers);
+        `example`: the example edit, whose wording neither content nor rationale may take over."""
         self.templates = list(texts)
+        self.example = example
+        self.example_runs = _runs(example)
         self.copied_texts = [t for t in copied_texts if t.strip()]
         texts = [*self.templates, *self.copied_texts]
         self.phrases = {_clean(line) for text in texts for line in text.splitlines() if line.strip()}
@@ -61,9 +77,11 @@ class PromptEcho:
 
     def with_failed_answers(self, answers: Iterable[str]) -> PromptEcho:
         """This filter plus the given failed answers of the step (blank ones ignored)."""
-        return PromptEcho(self.templates, [*self.copied_texts, *answers])
+        return PromptEcho(self.templates, [*self.copied_texts, *answers], self.example)
 
     def __call__(self, edit: Edit) -> bool:
+        if self.example_runs & (_runs(edit.content) | _runs(edit.rationale)):
+            return True
         text = _clean(edit.content)
         if not text:
             return False

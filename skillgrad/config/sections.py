@@ -189,6 +189,14 @@ class OptimizerConfig(_Section):
     max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
     allow_task_text: bool = False  # keep edits that copy a task's question, context or answer
     task_text_ngram: int = Field(10, ge=3)  # shared consecutive words that make an edit a copy
+    # a run of this many words of 4+ letters that only one train task has ("private bill
+    # committees") makes an edit a copy of that task; 0: only whole fields, ngrams and answers
+    task_phrase_words: int = Field(3, ge=0)
+    error_census: bool = True  # the analyst reads the step's answers counted by kind of miss
+    contrasts: int = Field(2, ge=0, le=8)  # passed/failed pairs of one answer shape shown to the analyst
+    # strict gate: the smallest gain kept, in outcomes' worth (one val item 0 -> 1); it changes
+    # nothing for 0/1 scores and rejects a one-item wiggle of F1; 0: any gain
+    gate_min_gain: float = Field(1.0, ge=0.0)
 
 
 class BudgetConfig(_Section):

@@ -6,6 +6,8 @@ The analyst's prompt carries the step's census of misses and a passed/failed con
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, text
@@ -112,3 +114,43 @@ def test_an_empty_skill_is_reasked_after_a_quote_and_the_rule_of_the_reask_is_ke
     assert merged["dropped_counts"]["copies task text"] == 1
     assert (out / "best_skill.md").read_text(encoding="utf-8").strip() == GOOD_RULE
     assert (out / "steps" / "0001" / "reflections" / "mb_00_reask.json").is_file()
+
+
+def test_the_replay_bench_rebuilds_the_prompt_and_judges_each_edit(tmp_path: Path) -> None:
+    """bench/analyst_replay.py on the run folder of a scripted run: the prompt rebuilt from the
+    stored rollouts carries the census; the quote is judged a copy, the rule kept."""
+    prompts: list[str] = []
+
+    def handler(request: Request):
+        if not is_optimizer(request):
+            return text(target(request), 20, 8)
+        prompts.append(request.user)
+        quote = {
+            "content": f"e.g. {quoted_answer(request.user)}",
+            "op": "add",
+            "target": "end",
+            "rationale": "q",
+        }
+        rule = {"content": GOOD_RULE, "op": "add", "target": "end", "rationale": "r"}
+        return json_reply({"edits": [quote, rule]})
+
+    with ScriptedOpenAI(handler) as server:
+        cfg = write_config(tmp_path, server, batch_size=4, minibatch_size=4)
+        out = tmp_path / "run"
+        proc = skillgrad(
+            "train", "--config", str(cfg), "--out", str(out), "--set", "optimizer.learning_rate=1"
+        )
+        assert proc.returncode == 0, proc.stderr
+        bench = Path(__file__).resolve().parents[1] / "bench" / "analyst_replay.py"
+        replay = subprocess.run(
+            [sys.executable, str(bench), str(out), "--config", str(cfg)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert replay.returncode == 0, replay.stderr
+    assert len(prompts) == 2 and prompts[1] == prompts[0]  # rebuilt: the same prompt as the run's
+    lines = replay.stdout.splitlines()
+    assert lines[0].startswith("## 0001/mb_00")
+    assert "=> copies task text (task q" in lines[2] and "quotes its expected answer" in lines[2]
+    assert GOOD_RULE in lines[3] and lines[4].strip() == "=> kept"

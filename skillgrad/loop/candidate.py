@@ -23,6 +23,12 @@ from skillgrad.templates import render
 from skillgrad.values import Task
 
 
+def prompt_echo() -> PromptEcho:
+    """The filter of edits copied from the analyst's prompt: every template, the example edit."""
+    templates = [*template_texts(), *template_texts("skillgrad.package")]
+    return PromptEcho(templates, example=render(PROMPTS, "analyst_example"))
+
+
 class Candidates:
     def __init__(
         self,
@@ -41,10 +47,7 @@ class Candidates:
         self.events = events
         self.merger = merger
         self.ranker = ranker
-        self.echo = PromptEcho(
-            [*template_texts(), *template_texts("skillgrad.package")],
-            example=render(PROMPTS, "analyst_example"),
-        )
+        self.echo = prompt_echo()
         self.checks = CandidateChecks(cfg.skill.max_chars, cfg.skill.self_test_timeout_s)
 
     def task_copies(

@@ -46,7 +46,7 @@ def census(batch: list[Rollout], shown: list[Rollout]) -> str:
         lengths = f"answers {given:.1f} words long on average"
         if any(r.task.answers for r in members):
             lengths += f", expected answers {expected:.1f}"
-        here = [number[id(r)] for r in members if id(r) in number]
+        here = sorted(number[id(r)] for r in members if id(r) in number)
         where = f"; {_refs(here)} above" if here else ""
         label = f"{count} failed: {kind}" if kind != CORRECT else f"{count} passed"
         lines.append(f"- {label} ({lengths}){where}")

@@ -79,43 +79,6 @@ def test_a_quoted_answer_is_dropped_before_validation_and_the_rule_is_kept(tmp_p
     assert read_json(out / "summary.json")["task_text_copies"] == 1
 
 
-def test_an_empty_skill_is_reasked_after_a_quote_and_the_rule_of_the_reask_is_kept(tmp_path: Path) -> None:
-    """From the empty skill the first reply is only a quote: it is dropped, the analyst is asked
-    once more with the dropped quote listed, and the rule it then states is validated and kept."""
-
-    def handler(request: Request):
-        if not is_optimizer(request):
-            return text(target(request), 20, 8)
-        if "## Dropped edits" in request.user:
-            return json_reply(
-                {"edits": [{"content": GOOD_RULE, "op": "add", "target": "end", "rationale": "r"}]}
-            )
-        quote = {
-            "content": f"e.g. {quoted_answer(request.user)}",
-            "op": "add",
-            "target": "end",
-            "rationale": "q",
-        }
-        return json_reply({"edits": [quote]})
-
-    with ScriptedOpenAI(handler) as server:
-        cfg = write_config(tmp_path, server, batch_size=4, minibatch_size=4)
-        out = tmp_path / "run"
-        proc = skillgrad(
-            "train", "--config", str(cfg), "--out", str(out), "--set", "optimizer.learning_rate=1"
-        )
-        assert proc.returncode == 0, proc.stderr
-        analyst = [r for r in server.requests if is_optimizer(r)]
-
-    assert len(analyst) == 2 and "## Dropped edits" in analyst[1].user
-    assert "copies task text (task q" in analyst[1].user and "quotes its expected answer" in analyst[1].user
-    merged = read_json(out / "steps" / "0001" / "merged_patch.json")
-    assert merged["reasked"] == 1 and [e["content"] for e in merged["selected"]] == [GOOD_RULE]
-    assert merged["dropped_counts"]["copies task text"] == 1
-    assert (out / "best_skill.md").read_text(encoding="utf-8").strip() == GOOD_RULE
-    assert (out / "steps" / "0001" / "reflections" / "mb_00_reask.json").is_file()
-
-
 def test_the_replay_bench_rebuilds_the_prompt_and_judges_each_edit(tmp_path: Path) -> None:
     """bench/analyst_replay.py on the run folder of a scripted run: the prompt rebuilt from the
     stored rollouts carries the census; the quote is judged a copy, the rule kept."""

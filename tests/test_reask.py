@@ -1,12 +1,10 @@
 """When the re-ask happens: edits proposed, none selected, a non-empty single-file skill, once."""
 
 from skillgrad.loop.merge import MergedEdit, Patch
-from skillgrad.loop.reflect import AnalystInputs, analyst_messages
-from skillgrad.loop.reflection import copies_of, should_reask
-from skillgrad.loop.selection import COPIES_TASK, INAPPLICABLE, Dropped, Selection
+from skillgrad.loop.reflection import should_reask
+from skillgrad.loop.selection import INAPPLICABLE, Dropped, Selection
 from skillgrad.package.model import SkillPackage
 from skillgrad.skill import Edit
-from skillgrad.traces.steps import TraceCaps
 
 SKILL = "# Skill\n\nAnswer briefly.\n"
 SAME = Edit("replace", "Answer briefly.", "Answer briefly.")
@@ -30,20 +28,3 @@ def test_no_second_reask_and_none_where_from_scratch_is_the_same_prompt_or_no_vi
     assert not should_reask("", [Patch(0, [SAME], 1)], DROPPED)  # an empty skill's prompt was just answered
     package = SkillPackage({"SKILL.md": "---\nname: s\ndescription: d\n---\nBody.\n", "ref.md": "R\n"})
     assert not should_reask(package.encode(), [Patch(0, [SAME], 1)], DROPPED)
-
-
-def test_an_empty_skill_is_reasked_when_its_edits_were_copies_and_the_reask_lists_them():
-    quote = Edit("add", "end", "Answer with the role, e.g. Prime Minister.", "task 4")
-    copied = Selection(
-        dropped=[Dropped(MergedEdit(quote), COPIES_TASK, "task q4: quotes its expected answer")]
-    )
-    assert should_reask("", [Patch(0, [quote], 1)], copied)
-    assert copies_of(copied) == [(quote, "copies task text (task q4: quotes its expected answer)")]
-    assert copies_of(DROPPED) == []  # an identical replacement is no copy
-    inputs = AnalystInputs("", [], [], 2, False, TraceCaps(), copies=tuple(copies_of(copied)))
-    user = analyst_messages(inputs)[1].content
-    assert "## Dropped edits" in user and '"content": "Answer with the role, e.g. Prime Minister."' in user
-    assert (
-        "## Dropped edits"
-        not in analyst_messages(AnalystInputs("", [], [], 2, False, TraceCaps()))[1].content
-    )

@@ -80,7 +80,6 @@ class AnalystInputs:
     batch: tuple[Rollout, ...] = ()  # the step's rollouts, counted and contrasted (default: these)
     census: bool = True  # the step's answers counted by kind of miss (optimizer.error_census)
     contrasts: int = 2  # passed/failed pairs of one answer shape (optimizer.contrasts)
-    copies: tuple[tuple[Edit, str], ...] = ()  # a re-ask: the step's edits dropped as copies, and why
 
 
 def trace_sections(inputs: AnalystInputs) -> list[str]:
@@ -160,11 +159,6 @@ def prompt_sections(inputs: AnalystInputs) -> dict[str, object]:
     if inputs.rejected:
         lines = "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in inputs.rejected)
         rejected = render(PROMPTS, "analyst_rejected", edits=lines)
-    if inputs.copies:
-        lines = "\n".join(
-            json.dumps({"content": e.content, "dropped": why}, ensure_ascii=False) for e, why in inputs.copies
-        )
-        rejected += render(PROMPTS, "analyst_copies", edits=lines)
     package = as_package(inputs.skill)
     skill = inputs.skill.strip() or "(the skill is empty)"
     if package is not None:

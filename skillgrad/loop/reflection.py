@@ -18,7 +18,7 @@ from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
 from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
 from skillgrad.loop.rewrite import Analyst
-from skillgrad.loop.selection import COPIED, COPIES_TASK, Selection
+from skillgrad.loop.selection import COPIES_TASK, Selection
 from skillgrad.loop.stages import Roles, TrainingFailed
 from skillgrad.loop.state import TrainState
 from skillgrad.package.model import as_package
@@ -80,28 +80,20 @@ class Reflection:
         return [o for o in outcomes if isinstance(o, Patch)]
 
     def reask(
-        self,
-        step: int,
-        state: TrainState,
-        rollouts: list[Rollout],
-        lr: int,
-        patches: list[Patch],
-        copies: list[tuple[Edit, str]] | None = None,
+        self, step: int, state: TrainState, rollouts: list[Rollout], lr: int, patches: list[Patch]
     ) -> list[Patch]:
         """The analysts of `patches` that proposed edits, asked once more with the skill shown as
         empty (marked `reask`): they write the rules these failures need from scratch instead of
         restating the skill's lines (the 1.5B analyst on housestyle replaced each line by itself,
         and did again when told why, at any temperature); a rule the skill already states is then
-        dropped by selection, the others can apply. `copies`: the edits dropped as copies of a task
-        or of the prompt, listed with why under "Dropped edits" (the 1.5B analyst quoting one
-        task's answer, issue 26). A failed re-ask costs the step nothing more."""
+        dropped by selection, the others can apply. A failed re-ask costs the step nothing more."""
         minibatches = {i: mb for i, mb, _ in reflection_work(rollouts, self.cfg.train.minibatch_size, 1)}
         work = [(p.minibatch, minibatches[p.minibatch], p.proposal, True) for p in patches if p.edits]
         self.events.emit(
             "message",
             text=f"step {step}: every proposed edit was dropped; asking {len(work)} analyst(s) afresh",
         )
-        outcomes = self._pool(step, state, lr, work, rollouts, copies or [])
+        outcomes = self._pool(step, state, lr, work, rollouts)
         return [o for o in outcomes if isinstance(o, Patch)]
 
     def _pool(
@@ -111,23 +103,16 @@ class Reflection:
         lr: int,
         work: list[tuple[int, list[Rollout], int, bool]],
         batch: list[Rollout],
-        copies: list[tuple[Edit, str]] | None = None,
     ) -> list[Patch | Exception]:
         """Each item of `work` asked of its analyst; `batch`: the step's rollouts, counted and
-        contrasted in every prompt; `copies`: dropped copies a re-ask lists."""
+        contrasted in every prompt."""
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
-        shared = (state.current_text, rejected, lr, batch, tuple(copies or ()))
+        skill = state.current_text
         with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
-            return list(pool.map(lambda item: self._one(step, *shared, *item), work))
+            return list(pool.map(lambda item: self._one(step, skill, rejected, lr, batch, *item), work))
 
     def _inputs(
-        self,
-        skill: str,
-        minibatch: list[Rollout],
-        rejected: list[Edit],
-        lr: int,
-        batch: list[Rollout],
-        copies: tuple[tuple[Edit, str], ...],
+        self, skill: str, minibatch: list[Rollout], rejected: list[Edit], lr: int, batch: list[Rollout]
     ) -> AnalystInputs:
         return AnalystInputs(
             skill,
@@ -144,7 +129,6 @@ class Reflection:
             batch=tuple(batch),
             census=self.cfg.optimizer.error_census,
             contrasts=self.cfg.optimizer.contrasts,
-            copies=copies,
         )
 
     def _one(
@@ -154,7 +138,6 @@ class Reflection:
         rejected: list[Edit],
         lr: int,
         batch: list[Rollout],
-        copies: tuple[tuple[Edit, str], ...],
         index: int,
         minibatch: list[Rollout],
         proposal: int,
@@ -166,7 +149,7 @@ class Reflection:
         record_path = self.run.reflection_path(step, name)
         with self.slots:
             self.accounting.reserve()
-            inputs = self._inputs("" if reask else skill, minibatch, rejected, lr, batch, copies)
+            inputs = self._inputs("" if reask else skill, minibatch, rejected, lr, batch)
             try:
                 patch, reply, messages = self.analyst(
                     self.chats[proposal], inputs, index, self.cfg.model.effort_for("optimizer"), proposal
@@ -201,28 +184,16 @@ def propose_and_select(
     graded = {r.task.id: (r.result.answer, r.score.feedback) for r in train}
     chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded)
     if reflection.cfg.optimizer.reask_dropped and should_reask(state.current_text, patches, chosen):
-        more = reflection.reask(step, state, train, lr, patches, copies_of(chosen))
+        more = reflection.reask(step, state, train, lr, patches)
         if more:
             chosen, max_chars = candidates.select(state, step, batch, [*patches, *more], lr, failed, graded)
     state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)  # once per step, final selection
     return chosen, max_chars
 
 
-def copies_of(chosen: Selection) -> list[tuple[Edit, str]]:
-    """The dropped edits that copied a task or the prompt, each with why, as a re-ask lists them."""
-    return [
-        (d.item.edit, f"{d.why} ({d.detail})" if d.detail else d.why)
-        for d in chosen.dropped
-        if d.why in (COPIED, COPIES_TASK)
-    ]
-
-
 def should_reask(skill: str, patches: list[Patch], chosen: Selection) -> bool:
-    """True when the analysts proposed edits and none was selected, on a single-file skill, once
-    per step. An empty skill is re-asked only when some of its edits were dropped as copies: its
-    re-ask lists them (from scratch, its prompt would be the one just answered)."""
-    if as_package(skill) is not None or any(p.reask for p in patches):
+    """True when the analysts proposed edits and none was selected, on a single-file skill that is
+    not empty (from scratch, an empty skill's prompt is the one just answered), once per step."""
+    if not skill.strip() or as_package(skill) is not None or any(p.reask for p in patches):
         return False
-    if not any(p.edits for p in patches) or chosen.selected:
-        return False
-    return bool(skill.strip()) or bool(copies_of(chosen))
+    return any(p.edits for p in patches) and not chosen.selected

@@ -7,10 +7,9 @@ For each step of the run folder RUN (default: every step with a first analyst pr
 `rollouts/train`, the analyst prompt is rebuilt with this checkout's code and CFG's optimizer
 settings (census, contrasts, example edit; `--stored` sends the prompt stored in the run
 instead), and CFG's optimizer is asked once. Each proposed edit is put through the filters that
-selection applies (copied from the prompt, copies a task of the run's train set). When every edit
-was dropped as a copy, the re-ask is made as the trainer would make it (the skill shown as empty,
-the dropped copies listed). One optimizer call per prompt, no target calls: a prompt change is
-measured in minutes instead of a training run. Prints each edit with its verdict.
+selection applies (copied from the prompt, copies a task of the run's train set). One optimizer
+call per prompt, no target calls: a prompt change is measured in minutes instead of a training
+run. Prints each edit with its verdict.
 """
 
 from __future__ import annotations
@@ -91,7 +90,6 @@ def analyst_inputs(
     skill: str,
     minibatch: list[Rollout],
     batch: list[Rollout],
-    copies: tuple[tuple[Edit, str], ...] = (),
 ) -> AnalystInputs:
     """The analyst's inputs as the trainer builds them (no traces: these are chat targets)."""
     o = cfg.optimizer
@@ -107,7 +105,6 @@ def analyst_inputs(
         batch=tuple(batch),
         census=o.error_census,
         contrasts=o.contrasts,
-        copies=copies,
     )
 
 
@@ -118,7 +115,7 @@ def ask(chat: Any, messages: list[Message], skill: str, max_edits: int) -> tuple
 
 
 def replay_step(args: argparse.Namespace, chat: Any, step: Path, index: TaskIndex) -> None:
-    """Every first analyst prompt of `step`, replayed (and re-asked where the trainer would)."""
+    """Every first analyst prompt of `step`, replayed."""
     cfg = args.cfg
     rollouts = train_rollouts(step)
     batch = list(rollouts.values())
@@ -139,12 +136,6 @@ def replay_step(args: argparse.Namespace, chat: Any, step: Path, index: TaskInde
         edits, seconds = ask(chat, messages, skill, inputs.max_edits)
         judged = verdicts(edits, echo, guard)
         show(f"{step.name}/{path.stem}", seconds, judged)
-        copies = tuple((e, why) for e, why in judged if why)
-        if args.stored or not copies or any(not why for _, why in judged):
-            continue
-        again = analyst_messages(analyst_inputs(cfg, "", minibatch, batch, copies))
-        edits, seconds = ask(chat, again, "", inputs.max_edits)
-        show(f"{step.name}/{path.stem} re-ask", seconds, verdicts(edits, echo, guard))
 
 
 def main() -> None:

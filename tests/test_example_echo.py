@@ -67,3 +67,20 @@ def test_selection_drops_an_imitation_as_copied_from_the_prompt() -> None:
     )
     assert [m.edit for m in chosen.selected] == [rule]
     assert [d.why for d in chosen.dropped] == [COPIED]
+
+
+def test_content_that_names_a_task_of_the_prompt_is_copied() -> None:
+    filter_ = echo()
+    for content in (
+        "Replace 'Model C' with 'semi-private' in the fifth task.",
+        "Replace 'better' with 'Academic results' in Task 6.",
+        "For tasks 2 and 4, write the name in words.",
+        "In the 3rd task, answer with the year.",
+    ):
+        assert filter_(Edit("add", "end", content)), content
+    for content in (
+        "Answer each task with the span only.",
+        "Give 3 task names at most.",
+        "Write the task's result.",
+    ):
+        assert not filter_(Edit("add", "end", content)), content

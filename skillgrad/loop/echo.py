@@ -11,6 +11,8 @@ or rationale takes over `EXAMPLE_RUN` consecutive words of the example edit imit
 1.5B analyst's "tasks 2 and 4 wrote the program's name in words", from an example rationale
 "tasks 2 and 4 wrote the moves in words", issue 26): it is dropped too. The example's wording is
 chosen so that every such run names its own domain (chess), never a phrase a real rule needs.
+Content that names one of the prompt's tasks by its number ("in task 3", "the fifth task") is
+the prompt's numbering, not a rule, and is dropped as well.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ MIN_SCAFFOLD_CHARS = 8  # a template line with less fixed text than this matches
 # imitates it ("tasks 2 and 4 wrote the program's name in words", issue 26; ", e.g. Nf3 or exd5").
 EXAMPLE_RUN = 5
 _WORD = re.compile(r"\w+")
+# A rule about "task 3" or "the fifth task" speaks of the prompt's numbering, not of the tasks the
+# skill will meet ("Replace 'Model C' with 'semi-private' in the fifth task.", the 1.5B on XQuAD).
+_ORDINALS = "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last"
+_NAMES_A_TASK = re.compile(rf"\btasks? \d+\b|\b(?:{_ORDINALS}|\d+(?:st|nd|rd|th)) tasks?\b", re.IGNORECASE)
 
 
 def _runs(text: str, n: int = EXAMPLE_RUN) -> set[tuple[str, ...]]:
@@ -81,6 +87,8 @@ class PromptEcho:
 
     def __call__(self, edit: Edit) -> bool:
         if self.example_runs & (_runs(edit.content) | _runs(edit.rationale)):
+            return True
+        if _NAMES_A_TASK.search(edit.content):
             return True
         text = _clean(edit.content)
         if not text:

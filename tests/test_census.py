@@ -92,7 +92,9 @@ def test_a_pass_is_reused_only_when_every_other_of_its_shape_was_used() -> None:
 
 def test_the_analyst_prompt_shows_census_and_contrasts_after_the_tasks_both_modes() -> None:
     batch = [done("The answer is Paris here", "Paris", scorer=score_f1), done("Tokyo", "Tokyo")]
-    inputs = AnalystInputs("", batch[:1], [], 2, False, TraceCaps(), batch=tuple(batch))
+    inputs = AnalystInputs(
+        "", batch[:1], [], 2, False, TraceCaps(), batch=tuple(batch), census=True, contrasts=2
+    )
     for messages in (analyst_messages(inputs), rewrite_messages(inputs)):
         user = messages[1].content
         assert (
@@ -101,8 +103,6 @@ def test_the_analyst_prompt_shows_census_and_contrasts_after_the_tasks_both_mode
             < user.index("## Contrasts")
         )
         assert "PASSED, a task of this step not shown above" in user
-    quiet = AnalystInputs(
-        "", batch[:1], [], 2, False, TraceCaps(), batch=tuple(batch), census=False, contrasts=0
-    )
+    quiet = AnalystInputs("", batch[:1], [], 2, False, TraceCaps(), batch=tuple(batch))  # the defaults: off
     user = analyst_messages(quiet)[1].content
     assert "## The answers of this whole step" not in user and "## Contrasts" not in user

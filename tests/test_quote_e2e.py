@@ -50,6 +50,7 @@ def test_a_quoted_answer_is_dropped_before_validation_and_the_rule_is_kept(tmp_p
     with ScriptedOpenAI(handler) as server:
         cfg = write_config(tmp_path, server, batch_size=4, minibatch_size=4)
         sets = ["optimizer.learning_rate=1", "optimizer.min_learning_rate=1", f"skill.init={skill}"]
+        sets += ["optimizer.error_census=true", "optimizer.contrasts=2"]
         out = tmp_path / "run"
         proc = skillgrad(
             "train", "--config", str(cfg), "--out", str(out), *[a for s in sets for a in ("--set", s)]
@@ -100,13 +101,14 @@ def test_the_replay_bench_rebuilds_the_prompt_and_judges_each_edit(tmp_path: Pat
     with ScriptedOpenAI(handler) as server:
         cfg = write_config(tmp_path, server, batch_size=4, minibatch_size=4)
         out = tmp_path / "run"
+        on = ["--set", "optimizer.error_census=true", "--set", "optimizer.contrasts=2"]
         proc = skillgrad(
-            "train", "--config", str(cfg), "--out", str(out), "--set", "optimizer.learning_rate=1"
+            "train", "--config", str(cfg), "--out", str(out), "--set", "optimizer.learning_rate=1", *on
         )
         assert proc.returncode == 0, proc.stderr
         bench = Path(__file__).resolve().parents[1] / "bench" / "analyst_replay.py"
         replay = subprocess.run(
-            [sys.executable, str(bench), str(out), "--config", str(cfg)],
+            [sys.executable, str(bench), str(out), "--config", str(cfg), *on],
             capture_output=True,
             text=True,
             timeout=120,

@@ -78,8 +78,8 @@ class AnalystInputs:
     budget: int | None = None  # the skill's size budget (skill.max_chars), stated when set
     shape_example: bool = True  # show the one edit from another domain (optimizer.shape_example)
     batch: tuple[Rollout, ...] = ()  # the step's rollouts, counted and contrasted (default: these)
-    census: bool = True  # the step's answers counted by kind of miss (optimizer.error_census)
-    contrasts: int = 2  # passed/failed pairs of one answer shape (optimizer.contrasts)
+    census: bool = False  # the step's answers counted by kind of miss (optimizer.error_census)
+    contrasts: int = 0  # passed/failed pairs of one answer shape (optimizer.contrasts)
 
 
 def trace_sections(inputs: AnalystInputs) -> list[str]:

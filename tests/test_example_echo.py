@@ -1,11 +1,12 @@
 """The analyst prompt's example edit (chess) may teach the shape of an edit, never its wording:
-an edit whose content or rationale takes over a run of its words is dropped as copied."""
+content that takes over a run of its words is dropped as copied; a rationale that does is blanked
+(the rule is judged on its content), so the example's wording reaches no record or later prompt."""
 
 from __future__ import annotations
 
 import json
 
-from skillgrad.loop.echo import EXAMPLE_RUN, PromptEcho, template_texts
+from skillgrad.loop.echo import COPIED_RATIONALE, PromptEcho, template_texts
 from skillgrad.loop.merge import MergedEdit
 from skillgrad.loop.reflect import PROMPTS
 from skillgrad.loop.selection import COPIED, select_valid
@@ -20,13 +21,19 @@ def echo() -> PromptEcho:
     return PromptEcho(template_texts(), example=EXAMPLE)
 
 
-def test_imitations_of_the_example_are_copies() -> None:
+def test_imitations_of_the_examples_content_are_copies_its_rationale_is_blanked() -> None:
     filter_ = echo()
     # the 135M analyst's imitation of the example's content (docs/benchmarks.md, quickstart)
     assert filter_(Edit("add", "end", "The On-Call Channel is called The On-Call Chat, e.g. Nf3 or exd5."))
-    # a fitting rule with the example's rationale taken over word for word
-    assert filter_(Edit("add", "end", "Reply with the span only.", SHOWN["rationale"]))
     assert filter_(Edit("add", "end", SHOWN["content"], "fixes most failures"))
+    # the 1.5B analyst's rationale on XQuAD (issue 26): the rule stays, the rationale goes
+    leaked = Edit(
+        "add", "end", "Reply with the span only.", "tasks 2 and 4 wrote the program's name in words"
+    )
+    assert not filter_(leaked)
+    assert filter_.own_rationale(leaked) == Edit("add", "end", "Reply with the span only.", COPIED_RATIONALE)
+    own = Edit("add", "end", "Reply with the span only.", "answers carry extra words")
+    assert filter_.own_rationale(own) is own
 
 
 def test_rules_and_rationales_of_their_own_are_not() -> None:
@@ -36,7 +43,7 @@ def test_rules_and_rationales_of_their_own_are_not() -> None:
             "Write numbers as digits, e.g. 12 rather than twelve.",
             "numbers spelled out in words where digits were expected",
         ),
-        ("Reply with the answer span only, no sentence around it.", "tasks 2 and 4 wrote a full sentence"),
+        ("Reply with the answer span only, no sentence around it.", "two answers were full sentences"),
         (
             "Answer with the option letter in parentheses, e.g. (B).",
             "the failed answers gave the option text",
@@ -49,18 +56,8 @@ def test_rules_and_rationales_of_their_own_are_not() -> None:
         assert not filter_(Edit("add", "end", content, rationale)), content
 
 
-def test_every_run_of_the_examples_words_names_chess() -> None:
-    """The example is worded so that a run of EXAMPLE_RUN of its words is never a phrase a real
-    rule or rationale needs: each one holds a word of the chess domain."""
-    chess = {"chess", "algebraic", "notation", "moves", "nf3", "exd5", "prose"}
-    for text in (SHOWN["content"], SHOWN["rationale"]):
-        words = [w.strip(".,:()").lower() for w in text.replace("e.g.", "e g").split()]
-        runs = [words[i : i + EXAMPLE_RUN] for i in range(len(words) - EXAMPLE_RUN + 1)]
-        assert runs and all(chess & set(run) for run in runs), text
-
-
 def test_selection_drops_an_imitation_as_copied_from_the_prompt() -> None:
-    copied = Edit("add", "end", "Give names in full.", SHOWN["rationale"])
+    copied = Edit("add", "end", "Give names in full, e.g. Nf3 or exd5.", "names")
     rule = Edit("add", "end", "Reply with the answer span only.", "extra words")
     chosen = select_valid(
         [MergedEdit(copied, 2, 1, [0]), MergedEdit(rule, 1, 1, [0])], "", 1, rejected=[], copied=echo()

@@ -5,6 +5,7 @@ cost a validation run. Writes merged_patch.json, edit_report.json and candidate_
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from skillgrad.config import Config
 from skillgrad.loop.checks import CandidateChecks
@@ -77,6 +78,7 @@ class Candidates:
         An edit that restates one of the step's `failed_answers` counts as copied from the prompt;
         `graded` (task id -> answer, feedback) lets an edit restate what the grader says.
         A step may select more than once (a re-ask): the caller counts the final selection's drops."""
+        patches = [replace(p, edits=[self.echo.own_rationale(e) for e in p.edits]) for p in patches]
         ranked = self.ranker.rank(self.merger.merge(patches))
         budget = self.cfg.skill.max_chars
         max_chars = char_limit(self.cfg.optimizer.max_skill_chars, budget, state.current_text)

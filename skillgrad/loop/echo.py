@@ -6,19 +6,21 @@ no packaged benchmark comes from (chess moves, to teach the shape), and anything
 bring in that is a line or a quoted span of a template, or a long stretch of one, is dropped
 before selection, so a copied edit never costs a validation run. The step's failed answers
 count as prompt text too (`with_failed_answers`): a small analyst copies the wrong answer it was
-shown, and a rule that restates a wrong answer can only teach the mistake. An edit whose content
-or rationale takes over `EXAMPLE_RUN` consecutive words of the example edit imitates it (the
-1.5B analyst's "tasks 2 and 4 wrote the program's name in words", from an example rationale
-"tasks 2 and 4 wrote the moves in words", issue 26): it is dropped too. The example's wording is
-chosen so that every such run names its own domain (chess), never a phrase a real rule needs.
-Content that names one of the prompt's tasks by its number ("in task 3", "the fifth task") is
-the prompt's numbering, not a rule, and is dropped as well.
+shown, and a rule that restates a wrong answer can only teach the mistake. Content that takes
+over `EXAMPLE_RUN` consecutive words of the example edit imitates it (", e.g. Nf3 or exd5."): it
+is dropped too. A rationale that does ("tasks 2 and 4 wrote the program's name in words", from
+the example's "tasks 2 and 4 wrote the moves in words", issue 26) says nothing about the tasks:
+`own_rationale` blanks it before the edit is merged, recorded or shown to a later analyst, and
+the rule itself is judged on its content (the housestyle rules this prompt wins come with such
+rationales too). Content that names one of the prompt's tasks by its number ("in task 3", "the
+fifth task") is the prompt's numbering, not a rule, and is dropped as well.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from importlib import resources
 
 from skillgrad.skill import Edit, normalize_text
@@ -33,6 +35,7 @@ MIN_SCAFFOLD_CHARS = 8  # a template line with less fixed text than this matches
 # An edit whose content or rationale shares this many consecutive words with the example edit
 # imitates it ("tasks 2 and 4 wrote the program's name in words", issue 26; ", e.g. Nf3 or exd5").
 EXAMPLE_RUN = 5
+COPIED_RATIONALE = "(the prompt's example rationale, copied)"
 _WORD = re.compile(r"\w+")
 # A rule about "task 3" or "the fifth task" speaks of the prompt's numbering, not of the tasks the
 # skill will meet ("Replace 'Model C' with 'semi-private' in the fifth task.", the 1.5B on XQuAD).
@@ -85,8 +88,14 @@ class PromptEcho:
         """This filter plus the given failed answers of the step (blank ones ignored)."""
         return PromptEcho(self.templates, [*self.copied_texts, *answers], self.example)
 
+    def own_rationale(self, edit: Edit) -> Edit:
+        """`edit` with its rationale blanked when that takes over the example edit's wording."""
+        if self.example_runs & _runs(edit.rationale):
+            return replace(edit, rationale=COPIED_RATIONALE)
+        return edit
+
     def __call__(self, edit: Edit) -> bool:
-        if self.example_runs & (_runs(edit.content) | _runs(edit.rationale)):
+        if self.example_runs & _runs(edit.content):
             return True
         if _NAMES_A_TASK.search(edit.content):
             return True

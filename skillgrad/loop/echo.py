@@ -32,8 +32,8 @@ _PLACEHOLDER = re.compile(r"\$\{?\w+\}?")
 _QUOTE_MARKS = re.compile("[\"'`\u2018\u2019\u201c\u201d]")
 MIN_STRETCH_CHARS = 24  # shorter contents ("YES", "end") may occur in a template by chance
 MIN_SCAFFOLD_CHARS = 8  # a template line with less fixed text than this matches too much
-# An edit whose content or rationale shares this many consecutive words with the example edit
-# imitates it ("tasks 2 and 4 wrote the program's name in words", issue 26; ", e.g. Nf3 or exd5").
+# Content (dropped) or a rationale (blanked) that shares this many consecutive words with the
+# example edit imitates it (", e.g. Nf3 or exd5"; "tasks 2 and 4 wrote the program's name in words").
 EXAMPLE_RUN = 5
 COPIED_RATIONALE = "(the prompt's example rationale, copied)"
 _WORD = re.compile(r"\w+")
@@ -63,7 +63,7 @@ class PromptEcho:
     def __init__(self, texts: Iterable[str], copied_texts: Iterable[str] = (), example: str = "") -> None:
         """`texts`: prompt templates (their placeholder lines are scaffolding patterns);
         `copied_texts`: other prompt text an edit must not restate (the step's failed answers);
-        `example`: the example edit, whose wording neither content nor rationale may take over."""
+        `example`: the example edit, whose wording content may not take over (`own_rationale`)."""
         self.templates = list(texts)
         self.example = example
         self.example_runs = _runs(example)

@@ -200,6 +200,17 @@ class OptimizerConfig(_Section):
     reflection: Literal["digest", "workspace"] | None = None
     reflection_turns: int = Field(12, ge=1, le=200)  # turns that may open files (Codex: tool calls)
     reflection_timeout_s: float = Field(600.0, gt=0)  # wall time of one reflection in a workspace
+    # a run of this many words of 4+ letters that only one train task has ("private bill
+    # committees") makes an edit a copy of that task; 0: only whole fields, ngrams and answers
+    task_phrase_words: int = Field(3, ge=0)
+    # the analyst reads the step's answers counted by kind of miss, and passed/failed pairs of one
+    # answer shape; off: the 1.5B analyst wrote no rule with them on XQuAD and was drawn from the
+    # rule housestyle's feedback states (docs/benchmarks.md, issue 26)
+    error_census: bool = False
+    contrasts: int = Field(0, ge=0, le=8)
+    # strict gate: the smallest gain kept, in outcomes' worth (one val item 0 -> 1); it changes
+    # nothing for 0/1 scores and rejects a one-item wiggle of F1; 0: any gain
+    gate_min_gain: float = Field(1.0, ge=0.0)
 
 
 class BudgetConfig(_Section):

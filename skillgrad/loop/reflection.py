@@ -84,7 +84,7 @@ class Reflection:
         """One patch per reflection that answered; TrainingFailed when none of them did."""
         work = reflection_work(rollouts, self.cfg.train.minibatch_size, len(self.chats))
         self.events.emit("stage_start", stage="reflect", step=step, epoch=epoch, total=len(work))
-        outcomes = self._pool(step, state, lr, [(*item, False) for item in work])
+        outcomes = self._pool(step, state, lr, [(*item, False) for item in work], rollouts)
         errors = [o for o in outcomes if isinstance(o, Exception)]
         if work and len(errors) == len(work):
             raise TrainingFailed(f"every reflection of step {step} failed; last error: {errors[-1]}")
@@ -105,17 +105,27 @@ class Reflection:
             "message",
             text=f"step {step}: every proposed edit was dropped; asking {len(work)} analyst(s) afresh",
         )
-        outcomes = self._pool(step, state, lr, work)
+        outcomes = self._pool(step, state, lr, work, rollouts)
         return [o for o in outcomes if isinstance(o, Patch)]
 
     def _pool(
-        self, step: int, state: TrainState, lr: int, work: list[tuple[int, list[Rollout], int, bool]]
+        self,
+        step: int,
+        state: TrainState,
+        lr: int,
+        work: list[tuple[int, list[Rollout], int, bool]],
+        batch: list[Rollout],
     ) -> list[Patch | Exception]:
+        """Each item of `work` asked of its analyst; `batch`: the step's rollouts, counted and
+        contrasted in every prompt."""
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
+        skill = state.current_text
         with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
-            return list(pool.map(lambda item: self._one(step, state.current_text, rejected, lr, *item), work))
+            return list(pool.map(lambda item: self._one(step, skill, rejected, lr, batch, *item), work))
 
-    def _inputs(self, skill: str, minibatch: list[Rollout], rejected: list[Edit], lr: int) -> AnalystInputs:
+    def _inputs(
+        self, skill: str, minibatch: list[Rollout], rejected: list[Edit], lr: int, batch: list[Rollout]
+    ) -> AnalystInputs:
         return AnalystInputs(
             skill,
             minibatch,
@@ -128,6 +138,9 @@ class Reflection:
             package_chars=self.cfg.skill.prompt_chars,
             budget=self.cfg.skill.max_chars,
             shape_example=self.cfg.optimizer.shape_example,
+            batch=tuple(batch),
+            census=self.cfg.optimizer.error_census,
+            contrasts=self.cfg.optimizer.contrasts,
         )
 
     def _analyst_for(
@@ -147,6 +160,7 @@ class Reflection:
         skill: str,
         rejected: list[Edit],
         lr: int,
+        batch: list[Rollout],
         index: int,
         minibatch: list[Rollout],
         proposal: int,
@@ -159,7 +173,7 @@ class Reflection:
         failures = sum(1 for r in minibatch if not r.score.passed)
         with self.slots:
             self.accounting.reserve()
-            inputs = self._inputs("" if reask else skill, minibatch, rejected, lr)
+            inputs = self._inputs("" if reask else skill, minibatch, rejected, lr, batch)
             chat, inputs, desk = self._analyst_for(step, name, proposal, inputs)
             started = time.monotonic()
             try:
@@ -203,11 +217,12 @@ def propose_and_select(
     step, epoch, batch = plan_step
     patches = reflection.reflect(step, epoch, state, train, lr)
     failed = [r.result.answer for r in train if not r.score.passed]
-    chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed)
+    graded = {r.task.id: (r.result.answer, r.score.feedback) for r in train}
+    chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded)
     if reflection.cfg.optimizer.reask_dropped and should_reask(state.current_text, patches, chosen):
         more = reflection.reask(step, state, train, lr, patches)
         if more:
-            chosen, max_chars = candidates.select(state, step, batch, [*patches, *more], lr, failed)
+            chosen, max_chars = candidates.select(state, step, batch, [*patches, *more], lr, failed, graded)
     state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)  # once per step, final selection
     return chosen, max_chars
 

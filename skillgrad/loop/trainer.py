@@ -64,7 +64,9 @@ class Trainer:
         self.ledger = ledger
         self.initial_skill = initial_skill
         self.schedule = strategies.schedule
-        self.candidates = Candidates(cfg, run, events, strategies.merger, strategies.ranker)
+        self.candidates = Candidates(
+            cfg, run, events, strategies.merger, strategies.ranker, lambda: self.benchmark_split("train")
+        )
         self.accounting = Accounting(ledger)
         tools = (run, events, self.accounting, roles.optimizer, self.candidates.checks)
         self.search = strategies.search(SearchContext(cfg, strategies.gate, *tools))  # each step's parent

@@ -106,6 +106,8 @@ def analyst_prompt_chars(cfg: Config, skill: str, tasks: list[Task], a: Assumpti
         False,
         TraceCaps(),
         shape_example=o.shape_example,
+        census=o.error_census,
+        contrasts=o.contrasts,
     )
     messages = rewrite_messages(inputs) if o.edit_mode == "rewrite" else analyst_messages(inputs)
     return sum(len(m.content) for m in messages) + trace_chars

@@ -85,6 +85,24 @@ def test_an_over_long_initial_description_is_a_one_line_error(tmp_path: Path, li
     assert not out.exists()
 
 
+@pytest.mark.parametrize("target", ["description", "both"])
+def test_a_description_run_with_the_frontier_search_is_a_one_line_error(tmp_path: Path, target: str) -> None:
+    config = world.description_config(
+        tmp_path, ["  backend: openai_chat", "  base_url: http://127.0.0.1:9/v1"]
+    )
+    out = tmp_path / "run"
+    proc = skillgrad(
+        "train", "--config", str(config), "--out", str(out),
+        "--set", f"optimizer.target={target}", "--set", "optimizer.search=frontier",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert f"optimizer.target '{target}'" in lines[0] and "optimizer.search 'frontier'" in lines[0]
+    assert "optimizer.search: greedy" in lines[0]  # the fix
+    assert not out.exists()
+
+
 GOOD_RULE = "Reply with only the city, no sentence around it."
 CAPITALS = [
     "Paris",

@@ -31,7 +31,6 @@ from skillgrad.loop.plan import make_plan
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import Roles, RolloutRunner
 from skillgrad.loop.state import TrainState
-from skillgrad.loop.stopping import stop_reason
 from skillgrad.loop.trainer import Trainer
 from skillgrad.redact import Redactor
 from skillgrad.run_folder import RunDir, version_name
@@ -129,16 +128,15 @@ class Alternating:
             self._sync_to(state)
             return
         self._sync_from(state)
-        remaining = self.plan[step - 1 :]
-        why = stop_reason(self.trainer.gate, own, self.trainer.incumbent_results(own), remaining, None)
+        epoch = self.plan[step - 1][1]
+        search = self.trainer.search
+        search.begin(own, step, epoch)
+        why = search.stop_reason(own, self.trainer.incumbent_results(own), self.plan[step - 1 :], None)
         if why is not None:
             self.stopped = why[1]
             self.events.emit("message", text=f"description: stopping before step {step}: {why[1]}")
             return
-        epoch = self.plan[step - 1][1]
         self.trainer.runner.epoch = epoch
-        if own.rejected_epoch != epoch:
-            own.rejected_edits, own.rejected_epoch = [], epoch
         self.trainer.step(own, self.plan, step - 1, len(self.plan))
         self.trainer.checkpoint(own)
         self._sync_to(state)

@@ -65,6 +65,8 @@ def trigger_config(cfg: Config, splits: dict[Split, list[Task]]) -> Config:
     view.optimizer.val_repeats = cfg.benchmark.trigger_repeats
     view.optimizer.gate = "paired"
     view.optimizer.reask_dropped = False  # a description is rewritten whole: nothing to ask afresh
+    # its analyst reads the queries and a session's first tool calls, not a workspace of sessions
+    view.optimizer.reflection = "digest"
     view.train.minibatch_size = cfg.train.batch_size
     return view
 

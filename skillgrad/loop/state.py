@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from skillgrad.loop.search.pool import Pool
 from skillgrad.run_folder import version_name
 from skillgrad.skill import Edit
 
@@ -31,6 +32,7 @@ class TrainState:
     train_passed: dict[str, list[str]] = field(default_factory=dict)
     rounds: int = 0  # sequential rounds of calls so far (observed), kept across a resume
     task_text_copies: int = 0  # edits dropped because they copy a task's text
+    pool: Pool | None = None  # the frontier search's candidates (optimizer.search: frontier)
 
     def accept(self, text: str, score: float, step: int) -> bool:
         """The gate accepted the candidate `text` (validated at `score`): it becomes the current
@@ -66,6 +68,10 @@ class TrainState:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["rejected_edits"] = [e.to_json() for e in self.rejected_edits]
+        if self.pool is None:
+            del data["pool"]
+        else:
+            data["pool"] = self.pool.to_json()
         return data
 
     @classmethod
@@ -73,4 +79,6 @@ class TrainState:
         data = dict(data)
         data["rejected_edits"] = [Edit.from_json(e) for e in data.get("rejected_edits", [])]
         data.pop("val_scores", None)  # older runs kept only means; their incumbent is validated anew
+        if data.get("pool") is not None:
+            data["pool"] = Pool.from_json(data["pool"])
         return cls(**data)

@@ -12,7 +12,8 @@ is a chat model as router (it picks one installed skill or none from their names
 description. Each (router, skill,
 seed) is one `skillgrad train` subprocess; the seed draws the trigger split and the batch order.
 
-Printed: per run the trigger F1 of the initial and the trained description on val and on test, and
+Printed: per run the trigger F1 of the initial and the trained description on val and on test
+(and, when a description was kept, the initial one and the trained one as a diff), and
 the longest description any analyst proposed (the limit is `skill.description_chars`); then per
 router the mean test F1 before and after over skills and seeds.
 
@@ -30,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from skillgrad.activation.description import own_description
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 300  # skill.description_chars of every run
@@ -244,7 +247,9 @@ def one_run(skill: str, router: str, seed: int, args: argparse.Namespace) -> dic
     summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     test = summary.get("test") or {}
     lengths = proposed_lengths(run)
+    best = (run / "best_skill.md").read_text(encoding="utf-8")
     row.update(
+        trained=own_description(best) if summary["accepted"] else None,
         val=(summary["baseline_val_score"], summary["best_val_score"]),
         test=(test.get("baseline"), test.get("best")),
         accepted=summary["accepted"],
@@ -264,7 +269,7 @@ def show(row: dict[str, Any]) -> str:
         f"{head}  val F1 {v0:.3f} -> {v1:.3f}  test F1 {t0:.3f} -> {t1:.3f}  accepted {row['accepted']}  "
         f"proposals {row['proposals']} (longest {row['longest']} chars, {row['over_limit']} over {LIMIT})  "
         f"{row['wall_s']} s"
-    )
+    ) + (f"\n    - {SKILLS[row['skill']]['initial']}\n    + {row['trained']}" if row["trained"] else "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """A skill's front matter as text: the description it is installed with, the one line that holds
 it, and a skill whose description is another (a package: its SKILL.md), within the limits of
-Agent Skills (Claude Code, Codex): a name of at most 64 characters, a description of at most 1024
-without XML tags (`skill.description_chars` tightens the 1024).
+Agent Skills (Claude Code, Codex): a description of at most 1024 characters without XML tags
+(`skill.description_chars` tightens the 1024); the name's 64 are `skill.name`'s pattern.
 
 A description step is one `replace` edit of the description's line, so it goes through the edit
 report, the rejected-edit buffer and the call cache like any edit. The line is written as YAML's
@@ -24,7 +24,6 @@ from skillgrad.package.install import main_file
 from skillgrad.package.model import SKILL_FILE, as_package
 from skillgrad.skill import Edit
 
-NAME_LIMIT = 64
 DESCRIPTION_LIMIT = 1024
 _DESCRIPTION_LINE = re.compile(r"^description:[ \t]*\S.*$", re.MULTILINE)
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")

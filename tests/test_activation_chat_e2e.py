@@ -103,6 +103,20 @@ def test_a_description_run_with_the_frontier_search_is_a_one_line_error(tmp_path
     assert not out.exists()
 
 
+def test_the_estimate_of_a_description_run_counts_each_query_repeats(tmp_path: Path) -> None:
+    config = world.description_config(
+        tmp_path, ["  backend: openai_chat", "  base_url: http://127.0.0.1:9/v1"], repeats=3
+    )
+    proc = skillgrad("train", "--config", str(config), "--estimate")
+    assert proc.returncode == 0, proc.stderr[-2000:]  # no model is called: no server listens
+    part = json.loads(proc.stdout)["description"]
+    tasks = part["measured"]["tasks"]
+    assert tasks["val"] > 0 and tasks["test"] > 0
+    by_stage = part["by_stage"]
+    assert by_stage["baseline"]["calls"] == tasks["val"] * 3  # every val query, trigger_repeats times
+    assert by_stage["test"]["calls"] == 2 * tasks["test"] * 3  # initial and best, each query 3 times
+
+
 GOOD_RULE = "Reply with only the city, no sentence around it."
 CAPITALS = [
     "Paris",

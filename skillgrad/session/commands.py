@@ -59,7 +59,8 @@ def print_estimate(cfg: Config) -> int:
     if (plan := plan_activation(cfg, benchmark)) is not None:
         view = trigger_config(cfg, plan.splits)
         triggers = {str(split): tasks for split, tasks in plan.splits.items()}
-        parts["description"] = estimate(view, triggers, with_front_matter(skill, cfg.skill.name))
+        initial = with_front_matter(skill, cfg.skill.name)
+        parts["description"] = estimate(view, triggers, initial, test_repeats=cfg.benchmark.trigger_repeats)
     print(json.dumps(parts if cfg.optimizer.target != "body" else parts["body"], indent=2))
     return 0
 

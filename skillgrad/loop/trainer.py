@@ -361,7 +361,8 @@ class Trainer:
         self.run.write_state({**state.to_json(), "ledger": self.ledger.to_json()})
 
     def final_test(self, state: TrainState) -> dict[str, Any]:
-        """The initial and the best skill on the test split, each item `test_repeats` times."""
+        """The initial and the best skill (and the versions the search reports) on the test split,
+        each item `test_repeats` times."""
         results: dict[str, Any] = {}
         versions = sorted({0, state.best_version, *self.search.tested(state)})  # others: reported only
         for version in versions:

@@ -7,6 +7,8 @@ file / key / value and say what to do.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class UserError(Exception):
     """A mistake in the user's input; shown as one line, exit code 2, no traceback."""
@@ -35,3 +37,15 @@ class FatalBackendError(BackendError):
     quota or credit. Raised by every backend, for either role, on the first such answer; it is not
     one task's failure, so agents and the trainer let it through and the run stops at once (summary
     `stopped: error`, one line naming the key to fix, exit code 2)."""
+
+
+def describe_validation(exc: Any) -> str:
+    """A pydantic `ValidationError` as one line: where, what, and the value found (shortened)."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    found = repr(err.get("input"))
+    found = found if len(found) <= 60 else f"{found[:57]}..."
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    if err["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
+        return f"{where}: unknown key{more}"
+    return f"{where + ': ' if where else ''}{err['msg']}, got {found}{more}"

@@ -15,10 +15,15 @@ from skillgrad.values import Usage
 
 
 def to_bucket(data: dict[str, Any]) -> Bucket:
-    if "known_usd" in data or "unknown_cost_calls" in data:
-        return Bucket.from_json(data)
-    bucket = Bucket()
-    bucket.add(Usage.from_json(data))
+    """Either shape as a Bucket; figures that are not numbers count as nothing (a report never
+    fails on a damaged ledger)."""
+    try:
+        if "known_usd" in data or "unknown_cost_calls" in data:
+            return Bucket.from_json(data)
+        bucket = Bucket()
+        bucket.add(Usage.from_json(data))
+    except (TypeError, ValueError):
+        return Bucket()
     return bucket
 
 

@@ -310,7 +310,7 @@ class Trainer:
 
     def _steps(self, state: TrainState | None, total_steps: int) -> tuple[TrainState, str, str | None]:
         plan = make_plan(self.benchmark_split("train"), self.cfg.train)
-        pending = [i for i, (step, _, _) in enumerate(plan) if state is None or step > state.step]
+        pending = range(plan.first_after(state.step if state else 0), len(plan))  # lazy, as the plan
         if state is None:
             if pending:  # step 1's rollouts need only the initial skill: they run beside the baseline
                 self._prefetch(plan[pending[0] : pending[0] + 1], self.initial_skill)

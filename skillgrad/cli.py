@@ -15,7 +15,7 @@ from pathlib import Path
 from skillgrad import __version__
 from skillgrad.backend_specs import backend_names
 from skillgrad.config import Config, load_config
-from skillgrad.errors import UserError
+from skillgrad.errors import UserError, print_warning
 from skillgrad.session.paths import check_input, check_out_file, check_out_folder, check_run_folder
 
 
@@ -293,11 +293,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     if args.out:
         check_out_file("--out", Path(args.out), "report.html")
-
-    def warn(line: str) -> None:
-        print(f"skillgrad: warning: {line}", file=sys.stderr)
-
-    path = write_report([Path(r) for r in args.runs], Path(args.out) if args.out else None, on_warning=warn)
+    out = Path(args.out) if args.out else None
+    path = write_report([Path(r) for r in args.runs], out, on_warning=print_warning)
     print(path)
     return 0
 

@@ -7,6 +7,7 @@ file / key / value and say what to do.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
@@ -49,3 +50,9 @@ def describe_validation(exc: Any) -> str:
     if err["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
         return f"{where}: unknown key{more}"
     return f"{where + ': ' if where else ''}{err['msg']}, got {found}{more}"
+
+
+def print_warning(line: str) -> None:
+    """The one spelling of a warning: something was left out or switched off, and the command
+    goes on (exit 0). `line` names what and why."""
+    print(f"skillgrad: warning: {line}", file=sys.stderr, flush=True)

@@ -120,6 +120,53 @@ def test_a_fatal_error_on_a_worker_is_raised_again_in_the_driver(tmp_path: Path)
         restore_outcome(outcome, tmp_path, keyless)
 
 
+class _FakeRay:
+    """What RayExecutor uses of the ray module, with a worker that never answers."""
+
+    class exceptions:  # noqa: N801 - ray's own spelling
+        class RayError(Exception):
+            pass
+
+        class GetTimeoutError(RayError):
+            pass
+
+    def __init__(self) -> None:
+        self.waited: list[float | None] = []
+
+    def cluster_resources(self) -> dict[str, float]:
+        return {"CPU": 2.0}
+
+    def remote(self, cls: type) -> object:
+        class Actor:
+            def options(self, **kwargs: object) -> Actor:
+                return self
+
+            def remote(self, cfg: object) -> object:
+                worker = type("Worker", (), {})()
+                worker.run = type("Run", (), {"remote": staticmethod(lambda job: "ref")})()  # type: ignore[attr-defined]
+                return worker
+
+        return Actor()
+
+    def get(self, ref: object, timeout: float | None = None) -> object:
+        self.waited.append(timeout)
+        raise self.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
+
+
+def test_a_worker_that_never_answers_is_a_failed_rollout_not_a_hang(tmp_path: Path) -> None:
+    from skillgrad.executors.ray_cluster import RayExecutor, rollout_timeout_s
+
+    ray = _FakeRay()
+    cfg = cfg_for()
+    executor = RayExecutor(ray, cfg)  # type: ignore[arg-type]
+    result = executor.run(Task("t", "q"), "s", tmp_path / "no-workspace")
+    assert result.is_error and "ray: the rollout failed on the cluster" in (result.error or "")
+    assert "timed out" in (result.error or "")
+    assert ray.waited == [rollout_timeout_s(cfg)]
+    m = cfg.model
+    assert rollout_timeout_s(cfg) >= (m.max_retries + 1) * max(m.timeout_s, m.claude_code_timeout_s)
+
+
 def test_chat_targets_ship_no_workspace(tmp_path: Path) -> None:
     job = job_for(Task("t", "q"), "s", tmp_path / "never-created")
     assert isinstance(job, RolloutJob) and job.files is None

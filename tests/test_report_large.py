@@ -118,7 +118,14 @@ def _damage(run: Path) -> dict[str, Path]:
     damaged["config"].write_text("not json at all", encoding="utf-8")
     damaged["index"].write_text('["q01", "../../outside"]', encoding="utf-8")
     lines = (run / "history.jsonl").read_text(encoding="utf-8").splitlines()
-    (run / "history.jsonl").write_text("\n".join([lines[0], "#garbage", *lines[1:]]) + "\n", encoding="utf-8")
+    odd = ["#garbage", '{"step": "three"}', '{"step": 9, "usage": [1]}', '{"step": 9, "edits": 5}']
+    (run / "history.jsonl").write_text("\n".join([lines[0], *odd, *lines[1:]]) + "\n", encoding="utf-8")
+    first = json.loads(lines[0])  # an edit that lost its fields still renders
+    (run / "history.jsonl").write_text(
+        (run / "history.jsonl")
+        .read_text(encoding="utf-8")
+        .replace(lines[0], json.dumps({**first, "edits": [{}]}))
+    )
     damaged["history"] = run / "history.jsonl"
     return damaged
 
@@ -139,7 +146,7 @@ def test_damaged_files_are_named_and_skipped_and_the_rest_renders(tmp_path: Path
     history = [
         json.loads(line) for line in (run / "history.jsonl").read_text().splitlines() if line[0] == "{"
     ]
-    assert html.count('class="pt pt-accepted"') == sum(h["action"] == "accepted" for h in history) + 1
+    assert html.count('class="pt pt-accepted"') == sum(h.get("action") == "accepted" for h in history) + 1
 
 
 @pytest.mark.slow

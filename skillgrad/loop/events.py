@@ -21,11 +21,12 @@ through `on_failure` (the CLI prints a warning line) and to the observers still 
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from skillgrad.errors import print_warning
 
 
 class Observer(Protocol):
@@ -38,16 +39,12 @@ def observer_name(observer: Observer) -> str:
     return str(getattr(observer, "name", None) or type(observer).__name__)
 
 
-def warn_on_stderr(line: str) -> None:
-    print(f"skillgrad: warning: {line}", file=sys.stderr, flush=True)
-
-
 class Events:
     """Fan-out of events to observers, timestamped relative to the run start. `on_failure` gets
     one line per observer that failed (default: a warning on stderr)."""
 
     def __init__(
-        self, observers: list[Observer] | None = None, on_failure: Callable[[str], None] = warn_on_stderr
+        self, observers: list[Observer] | None = None, on_failure: Callable[[str], None] = print_warning
     ) -> None:
         self.observers = list(observers or [])
         self.started = time.monotonic()

@@ -135,26 +135,37 @@ def _read_history(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
             row = json.loads(line.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
             row = None
-        if isinstance(row, dict):
-            rows.append(_history_row(row))
+        kept = _history_row(row) if isinstance(row, dict) else None
+        if kept is not None:
+            rows.append(kept)
         elif not (position == len(lines) and not line.endswith(b"\n")):
             bad.append(number)
     if bad:
         shown = ", ".join(map(str, bad[:5])) + (" ..." if len(bad) > 5 else "")
-        warnings.append(f"{path}: line(s) {shown} not a JSON object; skipped in the report")
+        warnings.append(f"{path}: line(s) {shown} not a step's record; skipped in the report")
     return rows
 
 
-def _history_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A history row as the report keeps it: long texts (an edit's content) kept in part."""
+# the fields of a history row the report reads by their type (the others it reads as it finds them)
+_HISTORY_TYPES = {"step": int, "action": str, "version": str, "edits": list, "usage": dict, "dropped": dict}
+
+
+def _history_row(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A history row as the report keeps it (long texts, an edit's content, kept in part); None
+    for one whose fields are not of their type (null is as good as absent)."""
+    for key, kind in _HISTORY_TYPES.items():
+        value = row.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            return None
 
     def short(item: dict[str, Any]) -> dict[str, Any]:
         return {k: keep_text(v) if isinstance(v, str) else v for k, v in item.items()}
 
-    edits = row.get("edits")
-    if isinstance(edits, list):
-        return {**short(row), "edits": [short(e) if isinstance(e, dict) else e for e in edits]}
-    return short(row)
+    edits = [{**_EDIT_FIELDS, **short(e)} for e in row.get("edits") or [] if isinstance(e, dict)]
+    return {**short(row), "edits": edits}
+
+
+_EDIT_FIELDS = dict.fromkeys(("op", "target", "content", "rationale", "status", "reason"), "")
 
 
 def _read_trace(folder: Path, notes: Notes, task: TaskRollout) -> None:
@@ -338,6 +349,9 @@ def load_run(path: Path) -> Run:
     best = path / RunFiles.BEST_SKILL
     summary = read_object(path / RunFiles.SUMMARY, notes)
     config = read_object(path / RunFiles.CONFIG, notes)
+    if any(not isinstance(section, dict) for section in config.values()):
+        notes.damaged(path / RunFiles.CONFIG, "a section that is not a mapping")
+        config = {}
     evaluation = read_object(path / RunFiles.EVAL, notes) if plain_file(path / RunFiles.EVAL) else None
     sets = _rollout_sets(path, history, notes.warnings)
     return Run(

@@ -1,38 +1,48 @@
-"""Wall time and peak memory of reading a large Claude Code session into its budgeted view.
+"""What the optimizer sees of each real session, and the time and memory of reading large ones.
 
-Two large sessions, each `--repeat` times (default 50) the real session files in
-../shared/reference/claude-code/real: every file concatenated (hundreds of appended runs, of which
-the view shows the last), and the largest transcript repeated as one run (every step is kept). Each
+First, per real session file (every *.jsonl of the folders given), the default view (4000
+characters) read back by `skillgrad.traces.view_read`: steps shown, errors accounted for (shown,
+collapsed or counted by a gap marker), user turns shown, and the status with the evidence for it.
+
+Then three large sessions, each `--repeat` times (default 50) real files: every Claude Code file
+concatenated (hundreds of appended runs, of which the view shows the last), the largest Claude Code
+transcript repeated as one run (every step is kept), and the largest Codex rollout repeated. Each
 figure comes from a fresh child process (peak RSS is per process): the import alone, skillgrad's
-streaming parse plus the view, and, side by side, the naive read that `json.loads` every line of the
-file into a list, which is what a non-streaming parser holds at its peak before it makes a step.
+streaming parse plus the view, and, side by side, a bare `json.loads` of every line of the file
+into a list (what a non-streaming parser holds at its peak before it makes a step). Timed probes
+alternate `--runs` times (default 3); the ratio compares the run of each that took the least CPU
+time, which other processes on a shared machine do not inflate (wall time is shown beside it).
 
-    python bench/trace_parse.py --real ../shared/reference/claude-code/real
-    python bench/trace_parse.py --real ../shared/reference/claude-code/real --write-docs docs/benchmarks.md
+    python bench/trace_parse.py --real ../shared/reference/claude-code/real \\
+        ../shared/reference/claude-code/real-new ../shared/reference/codex/real
+    python bench/trace_parse.py --real ... --write-docs docs/benchmarks.md
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-IMPORTS = "import json, resource, sys, time\nfrom skillgrad.traces.claude import load_session\n"
+IMPORTS = "import json, resource, sys, time\nfrom skillgrad.traces.files import load_any_session\n"
+OURS = "skillgrad parse + view"
+NAIVE = "bare json.loads of every line"
 PROBES = {
     "import only": "",
-    "skillgrad parse + view": (
+    OURS: (
         "from skillgrad.traces.view import render_view\n"
-        "t = time.perf_counter(); s = load_session(sys.argv[1]); v = render_view(s.steps)\n"
-        "out = {'wall_s': time.perf_counter() - t, 'steps': len(s.steps), 'runs': s.runs,\n"
-        "       'kept_chars': sum(len(x.text) for x in s.steps), 'view_chars': len(v)}\n"
+        "t, c = time.perf_counter(), time.process_time()\n"
+        "s = load_any_session(sys.argv[1]); v = render_view(s.steps)\n"
+        "out = {'wall_s': time.perf_counter() - t, 'cpu_s': time.process_time() - c, 'steps': len(s.steps),\n"
+        "       'runs': s.runs, 'kept_chars': sum(len(x.text) for x in s.steps), 'view_chars': len(v)}\n"
     ),
-    "naive json.loads of every line": (
-        "t = time.perf_counter(); rows = [json.loads(l) for l in open(sys.argv[1], encoding='utf-8')]\n"
-        "out = {'wall_s': time.perf_counter() - t, 'records': len(rows)}\n"
+    NAIVE: (
+        "t, c = time.perf_counter(), time.process_time()\n"
+        "rows = [json.loads(l) for l in open(sys.argv[1], encoding='utf-8')]\n"
+        "out = {'wall_s': time.perf_counter() - t, 'cpu_s': time.process_time() - c, 'records': len(rows)}\n"
     ),
 }
 REPORT = "out = locals().get('out', {}); out['peak_rss_mb'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\nprint(json.dumps(out))\n"  # noqa: E501
@@ -40,46 +50,31 @@ MARK = "<!-- bench/trace_parse.py -->"
 END = "<!-- /bench/trace_parse.py -->"
 
 
-def _covered(view: str) -> tuple[set[int], int]:
-    """Step numbers a view shows (single, pair and collapse lines) and the errors those lines count."""
-    shown: set[int] = set()
-    errors = 0
-    for line in view.splitlines():
-        collapsed = re.match(r"steps ([\d, -]+): (\d+)x ", line)
-        single = re.match(r"(\d+)(?:-(\d+))?\. \[", line)
-        if collapsed:
-            for part in collapsed.group(1).split(", "):
-                a, _, b = part.partition("-")
-                shown.update(range(int(a), int(b or a) + 1))
-            errors += int(collapsed.group(2))
-        elif single:
-            a, b = int(single.group(1)), int(single.group(2) or single.group(1))
-            shown.update(range(a, b + 1))
-            errors += " ERROR" in line
-    return shown, errors
-
-
-def per_file_table(real: Path, budget: int) -> str:
-    from skillgrad.traces.claude import load_session
+def per_file_table(files: list[Path], budget: int) -> str:
+    from skillgrad.traces.files import load_any_session
     from skillgrad.traces.steps import TraceCaps
     from skillgrad.traces.view import render_view
+    from skillgrad.traces.view_read import read_view
 
     lines = [
-        f"Per real file, the default view ({budget} characters):",
+        f"Per real file, the default view ({budget} characters); errors are accounted for when shown, "
+        "counted on a collapsed line or counted by a gap marker:",
         "",
-        "| file | steps shown / total | errors shown or counted / total | view chars | status |",
-        "| --- | --- | --- | --- | --- |",
+        "| file | steps shown / total | errors accounted / total | user turns shown / total | view chars "
+        "| status (evidence) |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
-    for path in sorted(real.glob("*.jsonl")):
-        session = load_session(path)
+    for path in files:
+        session = load_any_session(path)
         view = render_view(session.steps, TraceCaps(total_chars=budget))
-        shown, errors = _covered(view)
-        total_errors = sum(1 for st in session.steps if st.is_error and st.kind != "tool_call")
-        status = "finished" if session.finished else "unfinished"
-        status += ", failed" if session.finished and session.is_error else ""
+        account = read_view(view, session.steps)
+        errors = sum(1 for s in session.steps if s.is_error and s.kind != "tool_call")
+        users = sum(1 for s in session.steps if s.kind == "user")
+        name = f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
         lines.append(
-            f"| {path.name} | {len(shown)} / {len(session.steps)} | {errors} / {total_errors} "
-            f"| {len(view)} | {status} |"
+            f"| {name} | {len(account.shown)} / {len(session.steps)} "
+            f"| {account.errors} / {errors} | {len(account.users_shown) + account.users_collapsed} / {users} "
+            f"| {len(view)} | {session.status} ({session.evidence}) |"
         )
     return "\n".join(lines)
 
@@ -104,24 +99,43 @@ def probe(code: str, session: Path) -> dict[str, float]:
     return result
 
 
-def table(title: str, size: int, figures: dict[str, dict[str, float]]) -> str:
+def measure(session: Path, runs: int) -> dict[str, dict[str, float]]:
+    """Each probe's figures: its fastest of `runs` alternating runs, with the highest peak RSS."""
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in PROBES}
+    for _ in range(runs):
+        for name, code in PROBES.items():
+            results[name].append(probe(code, session))
+    return {
+        name: min(rs, key=lambda r: r.get("cpu_s", 0.0)) | {"peak_rss_mb": max(r["peak_rss_mb"] for r in rs)}
+        for name, rs in results.items()
+    }
+
+
+def table(title: str, size: int, figures: dict[str, dict[str, float]], runs: int) -> str:
     base = figures["import only"]["peak_rss_mb"]
-    ours = figures["skillgrad parse + view"]
+    ours, naive = figures[OURS], figures[NAIVE]
     lines = [
         f"{title}: {size / 2**20:.1f} MiB, {int(ours['runs'])} run(s); the view is built from the last "
         f"run's {int(ours['steps'])} steps ({ours['kept_chars'] / 2**20:.1f} MiB of step text kept).",
         "",
-        "| what | wall s | peak RSS MiB | RSS above the import MiB |",
-        "| --- | --- | --- | --- |",
+        f"| what | CPU s (least of {runs}) | wall s (that run) | peak RSS MiB | RSS above the import MiB |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for name, fig in figures.items():
+        cpu = f"{fig['cpu_s']:.2f}" if "cpu_s" in fig else "-"
         wall = f"{fig['wall_s']:.2f}" if "wall_s" in fig else "-"
-        lines.append(f"| {name} | {wall} | {fig['peak_rss_mb']:.0f} | {fig['peak_rss_mb'] - base:.0f} |")
-    naive = figures["naive json.loads of every line"]["peak_rss_mb"] - base
+        rss = fig["peak_rss_mb"]
+        lines.append(f"| {name} | {cpu} | {wall} | {rss:.0f} | {rss - base:.0f} |")
     above = max(ours["peak_rss_mb"] - base, 0.0)
+    naive_above = max(naive["peak_rss_mb"] - base, 1.0)
     kept = ours["kept_chars"] / 2**20
     per_kept = f", {above / kept:.1f}x the step text it keeps" if kept >= 1 else ""
-    lines += ["", f"Memory above the import: skillgrad {above / naive:.2f}x the naive read's{per_kept}."]
+    lines += [
+        "",
+        f"Time: skillgrad {ours['cpu_s'] / naive['cpu_s']:.2f}x the bare json.loads (CPU time; "
+        f"{ours['wall_s'] / naive['wall_s']:.2f}x in wall time). Memory above the "
+        f"import: skillgrad {above / naive_above:.2f}x the bare read's{per_kept}.",
+    ]
     return "\n".join(lines)
 
 
@@ -136,32 +150,42 @@ def write_docs(docs: Path, command: str, body: str) -> None:
     docs.write_text(text, encoding="utf-8")
 
 
+def shapes(files: list[Path], repeat: int) -> dict[str, list[Path]]:
+    claude = [f for f in files if not f.name.endswith(".codex.jsonl") and "codex" not in f.parent.parts]
+    codex = [f for f in files if f not in claude]
+    out = {f"Every Claude Code real file, concatenated {repeat} times": claude}
+    transcripts = [f for f in claude if not f.name.endswith(".stream.jsonl")]
+    if transcripts:
+        largest = max(transcripts, key=lambda f: f.stat().st_size)
+        out[f"{largest.name}, repeated {repeat} times as one run"] = [largest]
+    if codex:
+        largest = max(codex, key=lambda f: f.stat().st_size)
+        out[f"{largest.name} (a Codex rollout), repeated {repeat} times"] = [largest]
+    return {title: parts for title, parts in out.items() if parts}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--real", type=Path, required=True, help="folder of real session files (*.jsonl)")
+    parser.add_argument("--real", type=Path, nargs="+", required=True, help="folders of real session files")
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=3, help="alternating runs of each timed probe")
     parser.add_argument("--write-docs", type=Path, help="replace this script's section in that markdown file")
     args = parser.parse_args(argv)
-    files = sorted(args.real.glob("*.jsonl"))
+    files = [f for folder in args.real for f in sorted(folder.glob("*.jsonl"))]
     if not files:
-        raise SystemExit(f"{args.real}: no *.jsonl session files")
-    largest = max((f for f in files if not f.name.endswith(".stream.jsonl")), key=lambda f: f.stat().st_size)
-    shapes = {
-        f"Every real file, concatenated {args.repeat} times": files,
-        f"{largest.name}, repeated {args.repeat} times as one run": [largest],
-    }
+        raise SystemExit(f"{' '.join(map(str, args.real))}: no *.jsonl session files")
     tables = []
     with tempfile.TemporaryDirectory() as tmp:
-        for title, parts in shapes.items():
+        for title, parts in shapes(files, args.repeat).items():
             session = Path(tmp) / "large.jsonl"
             size = build_session(parts, args.repeat, session)
-            figures = {name: probe(code, session) for name, code in PROBES.items()}
-            tables.append(table(title, size, figures))
+            tables.append(table(title, size, measure(session, args.runs), args.runs))
             session.unlink()
-    body = "\n\n".join([per_file_table(args.real, 4000), *tables])
+    body = "\n\n".join([per_file_table(files, 4000), *tables])
     print(body)
     if args.write_docs:
-        command = f"python bench/trace_parse.py --real {args.real} --repeat {args.repeat}"
+        folders = " ".join(str(f) for f in args.real)
+        command = f"python bench/trace_parse.py --real {folders} --repeat {args.repeat} --runs {args.runs}"
         write_docs(args.write_docs, command, body)
     return 0
 

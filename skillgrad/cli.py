@@ -233,6 +233,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
     session = load_any_session(Path(args.file), [Path(f) for f in args.subagents])
     show = TraceShow("json" if args.json else "full" if args.full else "view", args.budget)
     text = show_trace(session, cfg.trace, show)
+    if args.json:  # the other modes say it in their header
+        for warning in session.warnings:
+            print(f"skillgrad trace: warning: {warning}", file=sys.stderr)
     # An output encoding that cannot show a character (cp1252, ascii) gets a replacement, not a crash.
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")

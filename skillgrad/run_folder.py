@@ -43,11 +43,12 @@ class RunFiles:
     STEPS = "steps"  # steps/NNNN/
     TEST = "test"  # test/vNNNN/<task>/: the final test of the baseline and the best skill
     ROLLOUTS = "rollouts"  # steps/NNNN/rollouts/<split>/<task>/, or an eval's rollouts/<split>/
-    REFLECTIONS = "reflections"  # steps/NNNN/reflections/mb_NN.json
+    REFLECTIONS = "reflections"  # steps/NNNN/reflections/mb_NN.json (+ mb_NN/, its workspace)
     GATE = "gate.json"
     MERGED_PATCH = "merged_patch.json"
     EDIT_REPORT = "edit_report.json"
     CANDIDATE = "candidate_skill"
+    MERGE = "merge.json"  # steps/NNNN/merge.json: a lineage merge of the frontier search
     TASK_INDEX = ".tasks.json"  # <set>.tasks.json beside a rollout set: the task folders it ran
     # one task's folder
     TASK = "task.json"
@@ -190,6 +191,27 @@ class RunDir:
 
     def reflection_path(self, step: int, name: str) -> Path:
         return self.step_dir(step) / RunFiles.REFLECTIONS / f"{name}.json"
+
+    def reflection_workspace(self, step: int, name: str) -> Path:
+        """The folder an analyst read (optimizer.reflection: workspace), beside its record."""
+        return self.step_dir(step) / RunFiles.REFLECTIONS / name
+
+    def write_folder(self, rel: str | Path, files: dict[str, str]) -> Path:
+        """A fresh folder holding exactly `files` (path inside it -> text), each written atomically
+        and redacted; what an earlier, interrupted write left there is removed first."""
+        target = self.root / rel
+        with _naming(target):
+            if target.exists():
+                shutil.rmtree(target)
+            target.mkdir(parents=True)
+        for path, text in files.items():
+            self.write_text(Path(rel) / path, text)
+        return target
+
+    @property
+    def redactor(self) -> Redactor:
+        """The run's redactor, for a writer that must count lines of what will be written."""
+        return self._redactor
 
     def rollouts_dir(self, step: int, split: str) -> Path:
         """A step's rollout set of `split` (train, val, val-r2, ...)."""

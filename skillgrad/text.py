@@ -15,6 +15,8 @@ REPLACEMENT = "\ufffd"
 
 def clean_text(text: str) -> str:
     """`text` with every lone surrogate replaced by U+FFFD (a valid surrogate pair is joined)."""
+    if text.isascii():  # O(1) in CPython, and the common case: no surrogate to look for
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

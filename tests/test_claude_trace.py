@@ -148,9 +148,7 @@ def test_render_caps_and_gap_marker() -> None:
 
 @pytest.mark.parametrize("name", ["cli_tools.stream.jsonl", "session_transcript.jsonl"])
 def test_own_captures_stream_json_and_transcript_parse_alike(name: str) -> None:
-    steps = load_trace_file(FIXTURES / name)
-    if name == "session_transcript.jsonl":  # no result record: a closing note says so
-        assert steps.pop().is_error
+    steps = load_trace_file(FIXTURES / name)  # the transcript ended: no closing note
     assert kinds(steps) == [
         ("text", None, False),
         ("tool_call", "Bash", False),
@@ -166,11 +164,22 @@ def test_own_captures_stream_json_and_transcript_parse_alike(name: str) -> None:
     assert steps[-1].text == "The answer is 42." and steps[5].text.endswith("(2 lines, 18 chars)")
 
 
-def test_transcript_has_no_result_record() -> None:
-    session = load_session(FIXTURES / "session_transcript.jsonl")
+def test_transcript_status_comes_from_how_it_ends(tmp_path: Path) -> None:
+    """A transcript has no result record: it ended when its main thread ends on the answer, and
+    is unfinished when it stops mid-turn; the evidence says which."""
+    path = FIXTURES / "session_transcript.jsonl"
+    session = load_session(path)
     assert session.final_answer == "The answer is 42." and session.usage is None
-    assert session.is_error and not session.finished  # a transcript never says how the run ended
-    assert session.steps[-1].is_error and "no result record" in session.steps[-1].text
+    assert session.finished and not session.is_error and session.status == "finished"
+    assert session.evidence == "the final answer's message says stop_reason end_turn"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    answer = next(i for i, line in enumerate(lines) if "The answer is 42." in line)
+    cut = tmp_path / "cut.jsonl"  # the same transcript, stopped after the last tool result
+    cut.write_text("\n".join(lines[:answer]) + "\n", encoding="utf-8")
+    stopped = load_session(cut)
+    assert not stopped.finished and stopped.is_error and stopped.status == "unfinished"
+    assert stopped.steps[-1].is_error and stopped.steps[-1].text == f"session unfinished: {stopped.evidence}"
+    assert stopped.evidence.startswith("the last tool result was never answered")
 
 
 @needs_reference
@@ -244,3 +253,207 @@ def test_missing_and_binary_files_raise_user_error(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00\x01")
     with pytest.raises(UserError, match="bin.jsonl"):
         load_trace_file(binary)
+
+
+# -- transcripts (~/.claude/projects): records with parentUuid, no result record --------------------
+
+
+def entry(kind: str, content: Any = None, **extra: Any) -> dict[str, Any]:
+    """One transcript record (a parentUuid marks the ~/.claude/projects form)."""
+    record: dict[str, Any] = {"type": kind, "parentUuid": None, "sessionId": "s1", **extra}
+    if content is not None:
+        record["message"] = {"role": "assistant" if kind == "assistant" else "user", "content": content}
+    return record
+
+
+def text(value: str, **message: Any) -> dict[str, Any]:
+    record = entry("assistant", [{"type": "text", "text": value}])
+    record["message"].update(message)
+    return record
+
+
+def bash(call_id: str, command: str) -> dict[str, Any]:
+    return entry(
+        "assistant", [{"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": command}}]
+    )
+
+
+def answer_of(call_id: str, content: str, **extra: Any) -> dict[str, Any]:
+    return entry("user", [{"type": "tool_result", "tool_use_id": call_id, "content": content}], **extra)
+
+
+PROMPT = entry("user", "Fix the build.")
+
+
+@pytest.mark.parametrize(
+    ("ending", "finished", "evidence"),
+    [
+        (
+            [text("Fixed."), entry("system", subtype="turn_duration")],
+            True,
+            "the final answer, then a turn_duration record",
+        ),
+        (
+            [text("Fixed.", stop_reason="end_turn")],
+            True,
+            "the final answer's message says stop_reason end_turn",
+        ),
+        ([text("Fixed.")], True, "the transcript ends on the agent's answer with no call open"),
+        (
+            [text("Fixed."), bash("t2", "make")],
+            False,
+            "the last Bash call never got its result: the transcript",
+        ),
+        ([answer_of("t1", "ok")], False, "the last tool result was never answered"),
+        (
+            [text("Fixed."), entry("user", "now run the tests")],
+            False,
+            "the last user message was never answered",
+        ),
+        (
+            [entry("user", [{"type": "text", "text": "[Request interrupted by user]"}])],
+            False,
+            "the user interrupted",
+        ),
+        (
+            [text("Fixed."), entry("user", "<command-name>/exit</command-name>")],
+            True,
+            "the transcript ends on the agent's answer",
+        ),
+    ],
+)
+def test_a_transcript_is_finished_or_unfinished_from_evidence(
+    ending: list[dict[str, Any]], finished: bool, evidence: str
+) -> None:
+    session = steps_from_events([PROMPT, bash("t1", "make"), answer_of("t1", "ok"), *ending])
+    assert session.finished is finished and session.evidence.startswith(evidence)
+    closing = session.steps[-1]
+    if finished:
+        assert not session.is_error and not closing.is_error
+    else:  # one closing error step says why, as the backend expects
+        assert (
+            session.is_error
+            and closing.is_error
+            and closing.text == f"session unfinished: {session.evidence}"
+        )
+
+
+def test_stream_json_without_its_result_record_is_cut_off() -> None:
+    session = steps_from_events(
+        [{"type": "system", "subtype": "init"}, assistant({"type": "text", "text": "Fixed."})]
+    )
+    assert not session.finished and session.evidence.startswith("no result record: the stream was cut off")
+
+
+def test_queued_message_becomes_a_follow_up_where_the_agent_reads_it() -> None:
+    queued = "no, add the field but set it from sessionId"
+    events = [
+        PROMPT,
+        bash("t1", "edit"),
+        {"type": "queue-operation", "operation": "enqueue", "content": queued},
+        bash("t2", "edit again"),
+        {"type": "queue-operation", "operation": "remove"},  # delivered with the next tool result
+        answer_of("t1", "ok"),
+        answer_of("t2", "ok"),
+        text("I understand: the field stays, set from sessionId.", stop_reason="end_turn"),
+    ]
+    steps = steps_from_events(events).steps
+    users = [i for i, s in enumerate(steps) if s.kind == "user"]
+    assert [(steps[i].tool, steps[i].text) for i in users] == [("follow-up", queued)]
+    assert steps[users[0] - 1].text == "ok" and steps[users[0] + 1].text.startswith("I understand")
+
+
+def test_queue_dequeue_and_pop_all_never_duplicate_or_invent_a_turn() -> None:
+    events = [
+        PROMPT,
+        text("Working."),
+        {"type": "queue-operation", "operation": "enqueue", "content": "also update the README"},
+        {"type": "queue-operation", "operation": "dequeue"},
+        entry("user", "also update the README"),  # a dequeued message is written as its own turn
+        text("Updating it."),
+        {"type": "queue-operation", "operation": "enqueue", "content": "never sent"},
+        {"type": "queue-operation", "operation": "popAll"},  # taken back into the input box
+        text("Done.", stop_reason="end_turn"),
+    ]
+    session = steps_from_events(events)
+    assert [s.text for s in session.steps if s.kind == "user"] == ["also update the README"]
+    delivered_last = steps_from_events(
+        [
+            *events,
+            {"type": "queue-operation", "operation": "enqueue", "content": "wait"},
+            {"type": "queue-operation", "operation": "remove"},
+        ]
+    )
+    assert delivered_last.steps[-2].text == "wait" and not delivered_last.finished
+    assert delivered_last.evidence == "the last user message was never answered"
+
+
+def test_task_result_agent_id_splices_the_agent_file_and_an_unmatched_file_warns(tmp_path: Path) -> None:
+    task = {"subagent_type": "Explore", "description": "map it", "prompt": "Map the repo."}
+    main = [
+        PROMPT,
+        entry("assistant", [{"type": "tool_use", "id": "task1", "name": "Task", "input": task}]),
+        answer_of("task1", "The repo has src.", toolUseResult={"status": "completed", "agentId": "a1b2c3d"}),
+        text("Done.", stop_reason="end_turn"),
+    ]
+    sub = [
+        {**entry("user", "Map the repo."), "isSidechain": True, "agentId": "a1b2c3d"},
+        {**bash("s1", "ls -R"), "isSidechain": True, "agentId": "a1b2c3d"},
+        {**answer_of("s1", "src/"), "isSidechain": True, "agentId": "a1b2c3d"},
+        {**text("The repo has src."), "isSidechain": True, "agentId": "a1b2c3d"},
+    ]
+    other = [
+        {**entry("user", "Compact."), "isSidechain": True, "agentId": "acompact-1"},
+        {**text("Summary."), "isSidechain": True},
+    ]
+    files = [tmp_path / "main.jsonl", tmp_path / "agent-a1b2c3d.jsonl", tmp_path / "agent-acompact-1.jsonl"]
+    for path, records in zip(files, [main, sub, other], strict=True):
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    session = load_session(files[0], files[1:])
+    assert [(s.kind, s.agent) for s in session.steps] == [
+        ("tool_call", None),
+        ("tool_call", "Explore (map it)"),
+        ("tool_result", "Explore (map it)"),
+        ("tool_result", None),  # the report, once: the subagent's last text repeated it
+        ("text", None),
+    ]
+    assert session.warnings == [
+        "agent file agent-acompact-1.jsonl (agentId acompact-1) matches no Task call of this session: "
+        "left out (1 step)"
+    ]
+    # the 2.1 result text's own line links it as well
+    linked = [*main[:2], answer_of("task1", "The repo has src.\nagentId: a1b2c3d (for resuming)"), main[3]]
+    files[0].write_text("".join(json.dumps(r) + "\n" for r in linked), encoding="utf-8")
+    assert [s.agent for s in load_session(files[0], files[1:2]).steps].count("Explore (map it)") == 2
+    lone = load_session(files[1])  # the agent file on its own: its steps are its main thread
+    assert lone.lone_agent == "a1b2c3d" and {s.agent for s in lone.steps} == {None}
+    assert lone.final_answer == "The repo has src." and lone.finished
+
+
+def test_harness_boilerplate_is_noise_and_local_commands_are_steps() -> None:
+    caveat = (
+        "<local-command-caveat>Caveat: The messages below were generated by the user while running local "
+        "commands. DO NOT respond to these messages or otherwise consider them in your response unless "
+        "the user explicitly asks you to.</local-command-caveat>"
+    )
+    events = [
+        PROMPT,
+        text("Working."),
+        entry("user", caveat, isMeta=True),
+        entry("user", "(no content)"),
+        {"type": "system", "subtype": "local_command", "content": "<command-name>/model</command-name>"},
+        {
+            "type": "system",
+            "subtype": "local_command",
+            "content": "<local-command-stdout>Kept \x1b[1mSonnet</local-command-stdout>",
+        },
+        answer_of("t9", "fine", toolUseResult={}),
+        text("Done.", stop_reason="end_turn"),
+    ]
+    steps = steps_from_events(events).steps
+    assert [(s.tool, s.text) for s in steps if s.kind == "user"] == [
+        ("command", "/model"),
+        ("command", "output: Kept Sonnet"),
+    ]
+    flagged = steps_from_events([PROMPT, bash("t1", "ls"), answer_of("t1", "a")]).steps
+    assert not flagged[1].is_error  # an is_error the writer left out (or wrote as "False") is no error

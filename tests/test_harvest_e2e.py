@@ -78,6 +78,8 @@ def attempt(req: FakeRequest) -> str:
 def handler(req: FakeRequest) -> FakeReply:
     system = req.system_text()
     if "You improve a SKILL document" in system:
+        if "Read" in req.tool_names() and not req.tool_results():  # the reflection workspace (issue 28)
+            return tool_use("Read", {"file_path": "tasks/01/task.md"})  # the harvested task in full
         edit = {"op": "add", "target": "", "content": RULE, "rationale": "release notes lack the prefix"}
         return tool_use("StructuredOutput", {"edits": [edit]})
     if "You grade how well an AI coding agent" in system:
@@ -154,6 +156,14 @@ def test_harvest_train_propose_adopt_undo(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["accepted"] == 1 and summary["best_val_score"] > summary["baseline_val_score"]
     assert '"judge"' in json.dumps(summary["usage"])  # the judge's calls are counted
+    # the analyst read the harvested task in its workspace: rubric, provenance and the judge's verdict
+    record = json.loads((out / "steps/0001/reflections/mb_00.json").read_text(encoding="utf-8"))
+    assert record["reflection"] == "workspace" and record["opened"][0]["path"] == "tasks/01/task.md"
+    task_md = (out / "steps/0001/reflections/mb_00/tasks/01/task.md").read_text(encoding="utf-8")
+    assert '"rubric"' in task_md and '"provenance"' in task_md and "## Grader feedback\n\njudge: " in task_md
+    assert "rubric" in record["tool_calls"][0]["output"]
+    files = [p for p in (out / "steps").rglob("*") if p.is_file()]
+    assert files and not [p for p in files if SECRET in p.read_text(errors="replace")]
     assert installed.read_bytes() == original  # training never touches the installed skill
 
     proposed = run_cli("propose", str(out), cwd=project)

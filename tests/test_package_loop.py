@@ -96,7 +96,8 @@ def test_edit_copying_a_task_question_is_dropped_with_the_task_id() -> None:
         "code, answer LBL.",
     )
     general = Edit("add", "end", "Ship orders with `house ship --lane` and print the label code it returns.")
-    assert guard(copy) == "order-17" and guard(general) is None
+    found = guard(copy)
+    assert found is not None and found.task_id == "order-17" and guard(general) is None
     chosen = select_valid(
         [MergedEdit(copy, 1, 1, [0]), MergedEdit(general, 1, 1, [0])],
         "# Skill\n",
@@ -106,7 +107,8 @@ def test_edit_copying_a_task_question_is_dropped_with_the_task_id() -> None:
         copies_task=guard,
     )
     assert [m.edit for m in chosen.selected] == [general]
-    assert chosen.dropped[0].why == COPIES_TASK and chosen.dropped[0].detail == "task order-17"
+    assert chosen.dropped[0].why == COPIES_TASK
+    assert chosen.dropped[0].detail == "task order-17: 10 or more consecutive words of its text"
     assert chosen.counts()[COPIES_TASK] == 1
 
 
@@ -118,8 +120,9 @@ def test_a_short_question_restated_whole_is_a_copy() -> None:
     """Seen from the 1.5B analyst on housestyle: the tasks' questions added as rules."""
     short = Task("inv-3", "When was the invoice issued?", "It was issued on March 5, 2021.", ("2021-03-05",))
     guard = TaskCopyGuard([TASK, short], 10)
-    assert guard(Edit("add", "end", "when was the invoice issued")) == "inv-3"
-    assert guard(Edit("add", "end", "It was issued on March 5, 2021.")) == "inv-3"
+    for restated in ("when was the invoice issued", "It was issued on March 5, 2021."):
+        found = guard(Edit("add", "end", restated))
+        assert found is not None and found.task_id == "inv-3" and "whole" in found.why
     assert guard(Edit("add", "end", "Say when the invoice was issued.")) is None
 
 

@@ -156,9 +156,8 @@ def test_trace_command_modes(tmp_path: Path) -> None:
     steps = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert [s["kind"] for s in steps] == ["text", "tool_call", "tool_result", "text"]
     full = subprocess.run([*run, "--full"], capture_output=True, text=True, timeout=60).stdout
-    assert (
-        full.splitlines()[0] == "# session: 4 steps, 0 errors, finished" and "4. [text] Found a.txt." in full
-    )
+    assert full.splitlines()[0] == "# session: 4 steps, 0 errors, finished (result record: success)"
+    assert "4. [text] Found a.txt." in full
     small = subprocess.run([*run, "--budget", "60"], capture_output=True, text=True, timeout=60).stdout
     assert len(small.split("\n", 1)[1].rstrip("\n")) <= 60
     bad = subprocess.run([*run, "--budget", "0"], capture_output=True, text=True, timeout=60)
@@ -312,6 +311,7 @@ FIELDS = [
     "type", "message", "content", "role", "text", "id", "name", "input", "tool_use_id", "is_error",
     "isSidechain", "parentUuid", "uuid", "parent_tool_use_id", "isMeta", "data", "subtype", "result",
     "agentId", "parentToolUseID", "sessionId", "terminal_reason", "usage", "todos", "prompt",
+    "toolUseResult", "operation", "stop_reason", "hookErrors", "preventedContinuation",
 ]  # fmt: skip
 
 
@@ -321,7 +321,9 @@ def test_any_record_shape_parses_without_raising(seed: int) -> None:
     events = []
     for _ in range(200):
         record = {k: random_value(rng) for k in rng.sample(FIELDS, rng.randint(1, 8))}
-        record["type"] = rng.choice(["assistant", "user", "system", "result", "progress", "x", None])
+        record["type"] = rng.choice(
+            ["assistant", "user", "system", "result", "progress", "queue-operation", None]
+        )
         if rng.random() < 0.5:
             blocks = [
                 {
@@ -336,3 +338,31 @@ def test_any_record_shape_parses_without_raising(seed: int) -> None:
     view = render_view(session.steps, TraceCaps(total_chars=1000))
     assert len(view) <= 1000
     view.encode("utf-8")
+
+
+def test_trace_command_says_the_evidence_and_warns_of_an_unmatched_agent_file(tmp_path: Path) -> None:
+    main = write_lines(tmp_path / "s.jsonl", RUN)
+    stray = {
+        "type": "user",
+        "isSidechain": True,
+        "agentId": "a77",
+        "parentUuid": None,
+        "message": {"role": "user", "content": "Map it."},
+    }  # noqa: E501
+    agent = write_lines(
+        tmp_path / "agent-a77.jsonl", [stray, {**say("Mapped."), "isSidechain": True, "agentId": "a77"}]
+    )
+    run = [sys.executable, "-m", "skillgrad.cli", "trace", str(main), str(agent)]
+    view = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    header = view.stdout.splitlines()[:2]
+    assert header == [
+        "# session: 4 steps, 0 errors, finished (result record: success)",
+        "# warning: agent file agent-a77.jsonl (agentId a77) matches no Task call of this session: "
+        "left out (1 step)",
+    ]
+    as_json = subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=60)
+    assert "warning: agent file agent-a77.jsonl" in as_json.stderr and as_json.returncode == 0
+    alone = subprocess.run(run[:4] + [str(agent)], capture_output=True, text=True, timeout=60).stdout
+    assert alone.splitlines()[1].startswith(
+        "# note: this is the file of subagent a77, read without its main session"
+    )

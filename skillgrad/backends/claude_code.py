@@ -3,7 +3,8 @@
 Target (Agent): each task runs the real CLI in its own workspace with the skill installed as a
 project skill, `task.md` (and `context.md`) as files, a tool allow-list, bounded turns and wall time.
 Optimizer (ChatModel): the CLI with no tools in an empty temp dir, structured output through
-`--json-schema` (the SDK's `output_format`), re-asked through `structured.complete_structured`.
+`--json-schema` (the SDK's `output_format`), re-asked through `structured.complete_structured`;
+in a reflection workspace (`investigate`, see `claude_reader`) with Read, Grep and Glob only.
 Both roles are bounded by `model.claude_code_timeout_s` per CLI session (a long analyst prompt at
 high effort can outlast the plain-API `model.timeout_s`).
 
@@ -17,33 +18,39 @@ Isolation, found by running the bundled CLI (2.1.x):
 - `--no-session-persistence`: no transcript is written under ~/.claude/projects.
 - As root the CLI refuses `--dangerously-skip-permissions`; the allow-list in the default permission
   mode works, and `bypassPermissions` needs `IS_SANDBOX=1`, set only in that mode.
-Environment variables reach the CLI only through `ClaudeAgentOptions.env`; os.environ is untouched.
+The CLI's environment and one session's run are `claude_session`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
+from skillgrad.backends import claude_reader
 from skillgrad.backends import workspace as workspace_files
-from skillgrad.backends.claude_events import sdk_message_to_event
+from skillgrad.backends.claude_session import (
+    BACKEND,
+    STDERR_LINES,
+    cli_env,
+    common_options,
+    is_transient,
+    key_hint,
+    run_session,
+)
 from skillgrad.backends.cli_chat import CliChat
-from skillgrad.backends.common import fatal_error, is_fatal_status, key_source, split_messages
+from skillgrad.backends.common import split_messages
 from skillgrad.backends.containment import ContainedCli
+from skillgrad.backends.lifeline import ParentBoundCli
+from skillgrad.backends.reading import Investigation, ReadingBounds, investigate
 from skillgrad.config import Config
 from skillgrad.lazy import lazy_import
 from skillgrad.templates import render
-from skillgrad.traces.claude import ParsedSession, steps_from_events
 from skillgrad.values import AgentResult, Effort, Message, Role, Task, TraceStep, Usage
 
 if TYPE_CHECKING:
@@ -51,11 +58,7 @@ if TYPE_CHECKING:
 else:
     sdk = lazy_import("claude_agent_sdk")  # loaded on first use
 
-BACKEND = "claude_code_exec"
 DEFAULT_MODEL = "claude-code-default"  # shown when the CLI picks its own default model
-_STDERR_LINES = 20
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-_TRANSIENT_STATUS = re.compile(r"\b(429|5\d\d)\b")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,117 +111,6 @@ def availability(cfg: Config) -> tuple[bool, str]:
     )
 
 
-def cli_env(cfg: Config, role: Role) -> dict[str, str]:
-    """Environment for the CLI process only (ClaudeAgentOptions.env): endpoint, key, isolation."""
-    env = {
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1",
-        "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
-    }
-    base_url = cfg.model.base_url_for(role)
-    key = cfg.model.api_key_for(role)
-    if base_url:
-        env["ANTHROPIC_BASE_URL"] = base_url
-    if key:
-        env["ANTHROPIC_API_KEY"] = key
-    if role == "target" and cfg.model.claude_code_permission_mode == "bypassPermissions":
-        env["IS_SANDBOX"] = "1"  # the CLI refuses to bypass permissions as root without it
-    return env
-
-
-def key_hint(cfg: Config, role: Role) -> str:
-    """The setting to fix when the API refuses the CLI's credentials."""
-    return f"{key_source(cfg, role, 'ANTHROPIC_API_KEY')} (or the CLI login, `claude login`)"
-
-
-def _common_options(cfg: Config, role: Role, stderr: deque[str]) -> dict[str, Any]:
-    configured = cfg.model.claude_code_cli_path
-    return {
-        "env": cli_env(cfg, role),
-        "model": cfg.model.model_for(role),
-        "cli_path": str(cfg.resolve_path(configured)) if configured else None,
-        "extra_args": {"no-session-persistence": None},
-        "stderr": stderr.append,
-        # The SDK's default (1 MB per JSON line) fails a long reply or tool result mid-session.
-        "max_buffer_size": MAX_MESSAGE_BYTES,
-    }
-
-
-class _Refused(Exception):
-    """The CLI reported the API refusing its credentials (it would retry for minutes)."""
-
-    def __init__(self, status: int | None, error: str) -> None:
-        super().__init__(error)
-        self.status = status
-        self.error = error
-
-
-def refused_credentials(event: dict[str, Any]) -> _Refused | None:
-    """An `api_retry` event for a refused key or exhausted credit: retrying cannot help."""
-    if event.get("type") != "system" or event.get("subtype") != "api_retry":
-        return None
-    status = event.get("error_status")
-    status = status if isinstance(status, int) else None
-    error = str(event.get("error") or "")
-    fatal = is_fatal_status(status, error) or error in ("authentication_failed", "billing_error")
-    return _Refused(status, error or "refused") if fatal else None
-
-
-async def _collect(
-    prompt: str, options: sdk.ClaudeAgentOptions, timeout_s: float, events: list[dict[str, Any]]
-) -> None:
-    """Run one CLI session, appending every message as it arrives (kept even on timeout)."""
-    refused: _Refused | None = None
-    stream = sdk.query(prompt=prompt, options=options)
-    try:
-        with anyio.fail_after(timeout_s):
-            async for msg in stream:
-                event = sdk_message_to_event(msg)
-                events.append(event)
-                refused = refused_credentials(event)
-                if refused is not None:
-                    break
-    finally:
-        # Close in this task, whatever ended the loop: the SDK ends the CLI process here, instead
-        # of a garbage-collected generator doing it after the event loop is gone.
-        close = getattr(stream, "aclose", None)  # typed as an iterator; it is an async generator
-        if close is not None:
-            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                await close()
-    if refused is not None:
-        raise refused
-
-
-def run_session(
-    prompt: str,
-    options: sdk.ClaudeAgentOptions,
-    timeout_s: float,
-    stderr: deque[str],
-    key_hint: str = "ANTHROPIC_API_KEY",
-) -> tuple[list[dict[str, Any]], ParsedSession, str | None]:
-    """Run the CLI synchronously; (raw events, parsed session, failure text or None). Never raises
-    for a CLI failure: a crash, a timeout or a missing result record all come back as text. Raises
-    `FatalBackendError` (naming `key_hint`) as soon as the API refuses the credentials."""
-    events: list[dict[str, Any]] = []
-    failure: str | None = None
-    try:
-        anyio.run(_collect, prompt, options, timeout_s, events)
-    except _Refused as refused:
-        where = f"the API at {options.env.get('ANTHROPIC_BASE_URL') or 'api.anthropic.com'}"
-        raise fatal_error(BACKEND, where, refused.status, refused.error, key_hint) from None
-    except TimeoutError:
-        failure = f"Claude Code timed out after {timeout_s:g}s"
-    except Exception as exc:  # the SDK raises several types for a dead or broken CLI
-        detail = " | ".join(line.strip() for line in stderr if line.strip())
-        failure = f"Claude Code failed: {type(exc).__name__}: {exc}" + (
-            f" (stderr: {detail})" if detail else ""
-        )
-    session = steps_from_events(events)
-    if failure is None and not any(e.get("type") == "result" for e in events):
-        failure = "Claude Code ended without a result record"
-    return events, session, failure
-
-
 # ---------------------------------------------------------------------------------------------
 # target role
 
@@ -248,7 +140,7 @@ class ClaudeCodeAgent:
 
     def options(self, workspace: Path, stderr: deque[str]) -> sdk.ClaudeAgentOptions:
         m = self.cfg.model
-        common = _common_options(self.cfg, "target", stderr)
+        common = common_options(self.cfg, "target", stderr)
         if self.launcher is not None:
             common["cli_path"] = self.launcher.path
         return sdk.ClaudeAgentOptions(
@@ -273,7 +165,7 @@ class ClaudeCodeAgent:
             failed = f"could not prepare the workspace {workspace}: {exc}"
             return AgentResult("", is_error=True, error=failed, usage=Usage(), workspace=workspace)
         prompt = render("skillgrad.backends", "claude_code_prompt", skill_name=self.cfg.skill.name)
-        stderr: deque[str] = deque(maxlen=_STDERR_LINES)
+        stderr: deque[str] = deque(maxlen=STDERR_LINES)
         events, session, failure = run_session(
             prompt,
             self.options(workspace, stderr),
@@ -303,20 +195,26 @@ class ClaudeCodeAgent:
 # optimizer role
 
 
-def _is_transient(failure: str | None, session: ParsedSession) -> bool:
-    """Worth running again as is: a crash, a timeout, an API error (429 / 5xx / overloaded)."""
-    if failure:
-        return True
-    return session.terminal_reason == "api_error" or (
-        session.is_error and any(_TRANSIENT_STATUS.search(e) for e in session.errors)
-    )
-
-
 class ClaudeCodeChat(CliChat):
-    """The optimizer role (and a chat model in general) on the Claude Code CLI, without tools."""
+    """The optimizer role (and a chat model in general) on the Claude Code CLI: without tools
+    (`complete`), or reading a reflection workspace with Read, Grep and Glob (`investigate`)."""
 
     name = BACKEND
     default_model = DEFAULT_MODEL
+    reading_tools = "Read, Grep and Glob (Grep with -n gives line numbers; Read takes offset and limit)"
+
+    def __init__(self, cfg: Config, role: Role) -> None:
+        super().__init__(cfg, role)
+        cli = find_cli(cfg)
+        # A session ends with the trainer: a SIGKILLed run leaves no analyst paying on (lifeline.py).
+        self.launcher = ParentBoundCli(cli) if cli else None
+        self.key_hint = key_hint(cfg, role)
+
+    def _common(self, stderr: deque[str]) -> dict[str, Any]:
+        common = common_options(self.cfg, self.role, stderr)
+        if self.launcher is not None:
+            common["cli_path"] = self.launcher.path
+        return common
 
     def options(
         self, cwd: str, system: str, schema: dict[str, Any] | None, effort: Effort | None, stderr: deque[str]
@@ -329,28 +227,55 @@ class ClaudeCodeChat(CliChat):
             output_format={"type": "json_schema", "schema": schema} if schema is not None else None,
             max_turns=3,  # the answer, plus the CLI's own reminder to call StructuredOutput
             effort=effort,
-            **_common_options(self.cfg, self.role, stderr),
+            **self._common(stderr),
         )
 
     def _attempt(
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None
     ) -> tuple[str | None, Usage, str]:
         system, prompt = split_messages(messages)
-        stderr: deque[str] = deque(maxlen=_STDERR_LINES)
+        stderr: deque[str] = deque(maxlen=STDERR_LINES)
         with tempfile.TemporaryDirectory(prefix="skillgrad-cc-") as cwd:
             options = self.options(cwd, system, schema, effort, stderr)
             timeout = self.cfg.model.claude_code_timeout_s
-            _, session, failure = run_session(prompt, options, timeout, stderr, key_hint(self.cfg, self.role))
+            _, session, failure = run_session(prompt, options, timeout, stderr, self.key_hint)
         usage = session.usage or Usage(calls=1, cost_usd=None)
-        if _is_transient(failure, session):
+        if is_transient(failure, session):
             return None, usage, failure or "; ".join(session.errors)
         if session.structured_output is not None:
             return json.dumps(session.structured_output), usage, ""
         return session.final_answer, usage, ""
 
+    def investigate(
+        self,
+        messages: list[Message],
+        *,
+        folder: Path,
+        bounds: ReadingBounds,
+        schema: dict[str, Any] | None = None,
+        effort: Effort | None = None,
+        stage: str,
+    ) -> Investigation:
+        """The answer after reading `folder` with Read, Grep and Glob (see `backends.reading`)."""
+        run = claude_reader.session_runner(self._common, Path(folder), bounds, schema, effort, self.key_hint)
+        return investigate(
+            run,
+            messages,
+            schema,
+            bounds,
+            backend=self.name,
+            stage=stage,
+            retries=self.cfg.model.max_retries,
+            json_retries=self.cfg.model.json_retries,
+            backoff_s=self.retry_backoff_s,
+        )
+
 
 def new_run_state() -> None:
     """No per-run state: each session starts its own CLI process."""
+
+
+__all__ = ["cli_env"]  # the CLI's environment, re-exported from claude_session
 
 
 def create_chat(cfg: Config, role: Role, state: None = None) -> ClaudeCodeChat:

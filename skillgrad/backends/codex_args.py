@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from skillgrad.config import Config
 from skillgrad.values import Effort, Role
@@ -123,4 +124,27 @@ def base_argv(cli: str, cfg: Config, role: Role, cwd: Path, sandbox: str, effort
 def optimizer_args() -> list[str]:
     """Flags that take the shell and the optional tools away from an optimizer session."""
     args = [part for feature in OPTIMIZER_OFF for part in ("--disable", feature)]
+    return args + ["-c", 'web_search="disabled"']
+
+
+def strict_schema(schema: Any) -> Any:
+    """The schema as the CLI sends it (`strict: true`): every object closed, every property
+    required. Our schemas already require what they list; this only closes them."""
+    if isinstance(schema, list):
+        return [strict_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: strict_schema(v) for k, v in schema.items()}
+    if out.get("type") == "object" and isinstance(out.get("properties"), dict):
+        out.setdefault("additionalProperties", False)
+        out["required"] = list(out["properties"])
+    return out
+
+
+def reader_args() -> list[str]:
+    """Flags of an optimizer session that reads a workspace: the shell stays (its only way to
+    read, under the read-only sandbox, which also refuses `apply_patch` and cuts the network);
+    the optional tools go."""
+    shell = ("shell_tool", "unified_exec")
+    args = [part for feature in OPTIMIZER_OFF if feature not in shell for part in ("--disable", feature)]
     return args + ["-c", 'web_search="disabled"']

@@ -9,7 +9,8 @@ Optimizer (ChatModel): the CLI in an empty temp dir, read-only, with the shell a
 tools switched off (the pinned CLI keeps `apply_patch`, which the read-only sandbox refuses, and
 `request_user_input`), the system prompt as `developer_instructions`, structured output through
 `--output-schema`, re-asked through `structured.complete_structured`. A tool call stops the session
-and counts as a reply without JSON, so it is re-asked too.
+and counts as a reply without JSON, so it is re-asked too. In a reflection workspace
+(`investigate`, see `codex_reader`) the shell stays, under the read-only sandbox.
 
 Isolation, found by running the pinned CLI (0.169.0): every session gets a private, temporary HOME
 and CODEX_HOME, so the user's config, history, memories, rules and skills (`$CODEX_HOME/skills`,
@@ -30,10 +31,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from skillgrad.backends import codex_reader
 from skillgrad.backends.cli_chat import CliChat
-from skillgrad.backends.codex_args import PASSTHROUGH, api_key, base_argv, cli_env, optimizer_args, toml_str
+from skillgrad.backends.codex_args import (
+    PASSTHROUGH,
+    api_key,
+    base_argv,
+    cli_env,
+    optimizer_args,
+    strict_schema,
+    toml_str,
+)
 from skillgrad.backends.codex_process import CodexRun, run_cli
 from skillgrad.backends.common import split_messages
+from skillgrad.backends.reading import Investigation, ReadingBounds, investigate
 from skillgrad.backends.workspace import prepare_workspace
 from skillgrad.config import Config
 from skillgrad.errors import UserError
@@ -193,25 +204,13 @@ class CodexAgent:
 # optimizer role
 
 
-def strict_schema(schema: Any) -> Any:
-    """The schema as the CLI sends it (`strict: true`): every object closed, every property
-    required. Our schemas already require what they list; this only closes them."""
-    if isinstance(schema, list):
-        return [strict_schema(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: strict_schema(v) for k, v in schema.items()}
-    if out.get("type") == "object" and isinstance(out.get("properties"), dict):
-        out.setdefault("additionalProperties", False)
-        out["required"] = list(out["properties"])
-    return out
-
-
 class CodexChat(CliChat):
-    """The optimizer role (and a chat model in general) on the Codex CLI, without tools."""
+    """The optimizer role (and a chat model in general) on the Codex CLI: without tools
+    (`complete`), or reading a reflection workspace under the read-only sandbox (`investigate`)."""
 
     name = BACKEND
     default_model = DEFAULT_MODEL
+    reading_tools = "read-only shell commands: `grep -n`, `sed -n 'A,Bp' FILE`, `head`, `tail`, `cat`, `ls`"
 
     def __init__(self, cfg: Config, role: Role) -> None:
         super().__init__(cfg, role)
@@ -251,6 +250,30 @@ class CodexChat(CliChat):
         if not session.is_error:
             return session.final_answer, usage, ""
         return None, usage, "; ".join(session.errors)
+
+    def investigate(
+        self,
+        messages: list[Message],
+        *,
+        folder: Path,
+        bounds: ReadingBounds,
+        schema: dict[str, Any] | None = None,
+        effort: Effort | None = None,
+        stage: str,
+    ) -> Investigation:
+        """The answer after reading `folder` in the read-only sandbox (see `backends.reading`)."""
+        run = codex_reader.session_runner(self.cli, self.cfg, self.role, Path(folder), bounds, schema, effort)
+        return investigate(
+            run,
+            messages,
+            schema,
+            bounds,
+            backend=self.name,
+            stage=stage,
+            retries=self.cfg.model.max_retries,
+            json_retries=self.cfg.model.json_retries,
+            backoff_s=self.retry_backoff_s,
+        )
 
 
 def new_run_state() -> None:

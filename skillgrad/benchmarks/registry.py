@@ -20,6 +20,7 @@ BUILTINS: dict[str, str] = {
     "qa": "skillgrad.benchmarks.qa",
     "searchqa": "skillgrad.benchmarks.searchqa",
     "gsm8k": "skillgrad.benchmarks.gsm8k",
+    "bbh": "skillgrad.benchmarks.bbh",
     "humaneval": "skillgrad.benchmarks.humaneval",
     "coding_tasks": "skillgrad.benchmarks.coding_tasks",
     "custom": "skillgrad.benchmarks.custom",

@@ -3,7 +3,10 @@
 Key: sha256 of the canonical JSON of the request (sorted keys, no whitespace, UTF-8):
 - chat:  backend, model, messages, schema, effort, sampling params, salt;
 - agent: backend, model, agent settings, skill text, task content (id, question, context, answers,
-  meta), a digest of the workspace as prepared before the run, salt.
+  meta), a digest of the workspace as prepared before the run, salt;
+- investigate (an analyst reading a reflection workspace): the chat key of its request, a digest of
+  the folder's files (paths and contents) and its turn bound; its tool calls are stored with the
+  reply, so a replay shows what it opened.
 The `stage` label is not part of a chat key: the same request is the same call wherever it is made.
 `salt` is for deliberate resampling (a `rollout_id`): equal salts replay, different salts re-ask.
 

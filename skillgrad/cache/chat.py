@@ -1,15 +1,26 @@
 """The optimizer role's cache wrapper: `CachedChatModel` answers a request it has seen from the
-store (see `skillgrad.cache` for the key and the counting contract)."""
+store (see `skillgrad.cache` for the key and the counting contract). A reflection in a workspace
+(`investigate`) is keyed on the folder's content too, and its tool calls are stored with it, so a
+replay shows what the analyst opened without paying for it again."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from skillgrad.backends.base import ChatModel
+from skillgrad.backends.reading import (
+    Investigation,
+    ReadingBoundError,
+    ReadingBounds,
+    ReadingChatModel,
+    ToolUse,
+)
 from skillgrad.cache.store import ZERO_USAGE, CacheStats, CallCache, request_key
+from skillgrad.snapshot import tree_digest
 from skillgrad.values import AgentResult, Effort, Message, Reply, Usage
 
 
@@ -47,6 +58,8 @@ class CachedChatModel:
         self.stats = stats or CacheStats()
         self.name = inner.name
         self.model = inner.model
+        self.reads_folders = isinstance(inner, ReadingChatModel)  # see backends.reading
+        self.reading_tools = str(getattr(inner, "reading_tools", ""))
 
     def with_salt(self, salt: str) -> CachedChatModel:
         """The same model, cache and counters under another salt, for deliberate resampling."""
@@ -98,6 +111,83 @@ class CachedChatModel:
             self.stats.miss()
             return reply
 
+    def investigate(
+        self,
+        messages: list[Message],
+        *,
+        folder: Path,
+        bounds: ReadingBounds,
+        schema: dict[str, Any] | None = None,
+        effort: Effort | None = None,
+        stage: str,
+    ) -> Investigation:
+        """`ReadingChatModel.investigate`, answered from the cache when the same request met the
+        same folder content (and the same turn bound) before. A bound error is paid, never stored."""
+        inner = self.inner
+        if not isinstance(inner, ReadingChatModel):
+            raise TypeError(f"{self.name} cannot read a workspace")
+        key = self._folder_key(messages, folder, bounds, schema, effort) if self.cache.enabled else None
+        if key is None:
+            self.stats.bypass(self.cache.enabled)
+            return self._investigate(inner, messages, folder, bounds, schema, effort, stage)
+        with self.cache.claim(key):
+            hit = _investigation_from(self.cache.get(key))
+            if hit is not None:
+                self.stats.hit(hit.reply.saved or ZERO_USAGE)
+                return hit
+            found = self._investigate(inner, messages, folder, bounds, schema, effort, stage)
+            reply = found.reply
+            payload = {
+                "text": reply.text,
+                "data": reply.data,
+                "usage": reply.usage.to_json(),
+                "tool_uses": [use.to_json() for use in found.tool_uses],
+                "turns": found.turns,
+                "sessions": found.sessions,
+                "wall_s": round(found.wall_s, 3),
+            }
+            if not self.cache.put(key, payload):
+                self.stats.skip()
+            self.stats.miss()
+            return found
+
+    def _folder_key(
+        self,
+        messages: list[Message],
+        folder: Path,
+        bounds: ReadingBounds,
+        schema: dict[str, Any] | None,
+        effort: Effort | None,
+    ) -> str | None:
+        chat_key = self._key(messages, schema, effort)
+        try:
+            digest = tree_digest(folder)
+        except OSError:
+            return None
+        if chat_key is None or not digest:
+            return None
+        return request_key({"kind": "investigate", "chat": chat_key, "folder": digest, "turns": bounds.turns})
+
+    def _investigate(
+        self,
+        inner: ReadingChatModel,
+        messages: list[Message],
+        folder: Path,
+        bounds: ReadingBounds,
+        schema: dict[str, Any] | None,
+        effort: Effort | None,
+        stage: str,
+    ) -> Investigation:
+        try:
+            found = inner.investigate(
+                messages, folder=folder, bounds=bounds, schema=schema, effort=effort, stage=stage
+            )
+        except ReadingBoundError as bounded:
+            self._paid(stage, bounded.spent.reply)
+            raise
+        self._paid(stage, found.reply)
+        return found
+
     def _ask(
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
     ) -> Reply:
@@ -119,3 +209,15 @@ def _reply_from(payload: dict[str, Any] | None) -> CachedReply | None:
         return CachedReply(text=text, data=data, usage=ZERO_USAGE, saved=Usage.from_json(payload["usage"]))
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _investigation_from(payload: dict[str, Any] | None) -> Investigation | None:
+    reply = _reply_from(payload)
+    if payload is None or reply is None:
+        return None
+    try:
+        uses = tuple(ToolUse.from_json(use) for use in payload["tool_uses"])
+        turns, sessions, wall = int(payload["turns"]), int(payload["sessions"]), float(payload["wall_s"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return Investigation(reply, uses, turns, sessions, wall)

@@ -198,6 +198,28 @@ class OptimizerConfig(_Section):
     max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
     allow_task_text: bool = False  # keep edits that copy a task's question, context or answer
     task_text_ngram: int = Field(10, ge=3)  # shared consecutive words that make an edit a copy
+    # greedy: one incumbent; frontier: a pool of candidates kept by their per-item wins (loop/search)
+    search: Literal["greedy", "frontier"] = "greedy"
+    parent: Literal["pareto", "lexicase", "best"] = "lexicase"  # frontier: how a step's parent is drawn
+    merge_every: int = Field(3, ge=0)  # frontier: every n-th step merges two lineages (0: never)
+    # How the analyst reads the minibatch's sessions. digest: the budgeted views in its prompt;
+    # workspace: a harness optimizer also reads every rollout's full trace in a read-only folder,
+    # the views' gap markers pointing into it (skillgrad.evidence). None: workspace when the
+    # optimizer is a harness (claude_code_exec, codex_exec), else digest.
+    reflection: Literal["digest", "workspace"] | None = None
+    reflection_turns: int = Field(12, ge=1, le=200)  # turns that may open files (Codex: tool calls)
+    reflection_timeout_s: float = Field(600.0, gt=0)  # wall time of one reflection in a workspace
+    # a run of this many words of 4+ letters that only one train task has ("private bill
+    # committees") makes an edit a copy of that task; 0: only whole fields, ngrams and answers
+    task_phrase_words: int = Field(3, ge=0)
+    # the analyst reads the step's answers counted by kind of miss, and passed/failed pairs of one
+    # answer shape; off: the 1.5B analyst wrote no rule with them on XQuAD and was drawn from the
+    # rule housestyle's feedback states (docs/benchmarks.md, issue 26)
+    error_census: bool = False
+    contrasts: int = Field(0, ge=0, le=8)
+    # strict gate: the smallest gain kept, in outcomes' worth (one val item 0 -> 1); it changes
+    # nothing for 0/1 scores and rejects a one-item wiggle of F1; 0: any gain
+    gate_min_gain: float = Field(1.0, ge=0.0)
 
 
 class BudgetConfig(_Section):

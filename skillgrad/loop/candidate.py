@@ -4,38 +4,65 @@ cost a validation run. Writes merged_patch.json, edit_report.json and candidate_
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from skillgrad.config import Config
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.events import Events
 from skillgrad.loop.merge import Patch
+from skillgrad.loop.reflect import PROMPTS
 from skillgrad.loop.selection import Selection, select_valid
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Merger, Ranker
-from skillgrad.loop.taskcopy import TaskCopyGuard
+from skillgrad.loop.taskcopy import Copy, TaskCopyGuard, TaskIndex
 from skillgrad.package.doc import PackageDoc, char_limit, open_skill
 from skillgrad.run_folder import RunDir
 from skillgrad.skill import Edit, EditOutcome, SkillDoc
+from skillgrad.templates import render
 from skillgrad.values import Task
 
 
+def prompt_echo() -> PromptEcho:
+    """The filter of edits copied from the analyst's prompt: every template, the example edit."""
+    templates = [*template_texts(), *template_texts("skillgrad.package")]
+    return PromptEcho(templates, example=render(PROMPTS, "analyst_example"))
+
+
 class Candidates:
-    def __init__(self, cfg: Config, run: RunDir, events: Events, merger: Merger, ranker: Ranker) -> None:
+    def __init__(
+        self,
+        cfg: Config,
+        run: RunDir,
+        events: Events,
+        merger: Merger,
+        ranker: Ranker,
+        train_tasks: Callable[[], list[Task]] | None = None,
+    ) -> None:
+        """`train_tasks`: every train task, for what only one task has (default: each step's batch)."""
         self.cfg = cfg
+        self.train_tasks = train_tasks
+        self._index: TaskIndex | None = None
         self.run = run
         self.events = events
         self.merger = merger
         self.ranker = ranker
-        self.echo = PromptEcho([*template_texts(), *template_texts("skillgrad.package")])
+        self.echo = prompt_echo()
         self.checks = CandidateChecks(cfg.skill.max_chars, cfg.skill.self_test_timeout_s)
 
-    def task_copies(self, batch: list[Task]) -> Callable[[Edit], str | None]:
-        """The copy-of-task-text guard over the tasks the analysts were shown (off when allowed)."""
-        if self.cfg.optimizer.allow_task_text:
+    def task_copies(
+        self, batch: list[Task], skill: str, graded: Mapping[str, tuple[str, str]]
+    ) -> Callable[[Edit], Copy | None]:
+        """The copy-of-task-text guard over the tasks the analysts were shown (off when allowed);
+        `graded`: each task's answer and feedback."""
+        opt = self.cfg.optimizer
+        if opt.allow_task_text:
             return lambda _edit: None
-        return TaskCopyGuard(batch, self.cfg.optimizer.task_text_ngram)
+        if self._index is None and self.train_tasks is not None:
+            self._index = TaskIndex(self.train_tasks(), opt.task_phrase_words)
+        index = self._index or TaskIndex(batch, opt.task_phrase_words)
+        return TaskCopyGuard(batch, opt.task_text_ngram, index=index, graded=graded, skill=skill)
 
     def select(
         self,
@@ -45,10 +72,13 @@ class Candidates:
         patches: list[Patch],
         lr: int,
         failed_answers: list[str] | None = None,
+        graded: Mapping[str, tuple[str, str]] | None = None,
     ) -> tuple[Selection, int]:
         """Merge, rank and select the step's edits (merged_patch.json); also the per-edit limit.
-        An edit that restates one of the step's `failed_answers` counts as copied from the prompt.
+        An edit that restates one of the step's `failed_answers` counts as copied from the prompt;
+        `graded` (task id -> answer, feedback) lets an edit restate what the grader says.
         A step may select more than once (a re-ask): the caller counts the final selection's drops."""
+        patches = [replace(p, edits=[self.echo.own_rationale(e) for e in p.edits]) for p in patches]
         ranked = self.ranker.rank(self.merger.merge(patches))
         budget = self.cfg.skill.max_chars
         max_chars = char_limit(self.cfg.optimizer.max_skill_chars, budget, state.current_text)
@@ -60,7 +90,7 @@ class Candidates:
             copied=self.echo.with_failed_answers(failed_answers or []),
             max_chars=max_chars,
             budget=budget,
-            copies_task=self.task_copies(batch),
+            copies_task=self.task_copies(batch, state.current_text, graded or {}),
         )
         self.run.write_merged_patch(
             step,

@@ -64,20 +64,41 @@ def optimistic(partial: Mapping[str, Sequence[float]], incumbent: ValResults) ->
     }
 
 
+def outcome_worth(incumbent: ValResults) -> float:
+    """What one outcome (one repeat of one val item) going from 0 to 1 adds to the mean: the
+    smallest gain 0/1 scores can show, so a gate that asks for it changes nothing for them."""
+    repeats = max((len(v) for v in incumbent.values()), default=1) or 1
+    return 1.0 / (max(1, len(incumbent)) * repeats)
+
+
 class StrictGate:
-    """Accept only a strictly higher mean validation score: a tie keeps the shorter, proven skill."""
+    """Accept only a higher mean validation score, higher by at least `min_gain` outcomes' worth
+    (`outcome_worth`): a tie keeps the shorter, proven skill. With 0/1 scores any gain is a whole
+    outcome; with continuous ones (F1) one item +1.00 and another -0.80 out of 12 is a wiggle of
+    0.017, not the 0.083 that fixing one item outright is worth (issue 26), and is rejected."""
 
     epsilon = 1e-9
+    test = "strict mean"
+
+    def __init__(self, min_gain: float = 1.0) -> None:
+        self.min_gain = min_gain
 
     def decide(self, candidate: Mapping[str, Sequence[float]], incumbent: ValResults) -> GateDecision:
         ours = mean_of({item: candidate[item] for item in incumbent})
         theirs = mean_of(incumbent)
         effect = ours - theirs
+        needed = self.min_gain * outcome_worth(incumbent)
+        if effect > self.epsilon and effect >= needed - self.epsilon:
+            return GateDecision(True, f"validation {ours:.4f} > current {theirs:.4f}", self.test, effect)
         if effect > self.epsilon:
-            return GateDecision(True, f"validation {ours:.4f} > current {theirs:.4f}", "strict mean", effect)
+            reason = (
+                f"validation {ours:.4f} > current {theirs:.4f}, but the gain {effect:.4f} is less than "
+                f"{self.min_gain:g} outcome(s)' worth ({needed:.4f}: one val item fixed outright)"
+            )
+            return GateDecision(False, reason, self.test, effect)
         relation = "ties" if abs(effect) <= self.epsilon else "is below"
         return GateDecision(
-            False, f"validation {ours:.4f} {relation} current {theirs:.4f}", "strict mean", effect
+            False, f"validation {ours:.4f} {relation} current {theirs:.4f}", self.test, effect
         )
 
     def can_pass(self, partial: Mapping[str, Sequence[float]], incumbent: ValResults) -> bool:
@@ -112,7 +133,7 @@ class PairedGate:
         return p_value_floor(partial, incumbent) <= self.alpha
 
 
-def make_gate(name: str, alpha: float) -> Gate:
+def make_gate(name: str, alpha: float, min_gain: float = 1.0) -> Gate:
     """The gate named in `optimizer.gate`; the one place config strings become gate objects."""
-    gates: dict[str, Gate] = {"strict": StrictGate(), "paired": PairedGate(alpha)}
+    gates: dict[str, Gate] = {"strict": StrictGate(min_gain), "paired": PairedGate(alpha)}
     return gates[name]

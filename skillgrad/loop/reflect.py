@@ -8,13 +8,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from skillgrad.backends.base import ChatModel
+from skillgrad.loop.census import census, contrasts_section, pick_contrasts
 from skillgrad.loop.merge import Patch
 from skillgrad.package.model import as_package
 from skillgrad.package.prompt import package_schema, package_targets, package_view
 from skillgrad.skill import END_ANCHOR, Edit, edit_targets
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
-from skillgrad.traces.view import render_view
+from skillgrad.traces.view import Locator, render_view
 from skillgrad.values import Effort, Message, Reply, Rollout
 
 PROMPTS = "skillgrad.loop"
@@ -76,6 +77,11 @@ class AnalystInputs:
     package_chars: int = 12000  # a package's files shown in full (skill.prompt_chars)
     budget: int | None = None  # the skill's size budget (skill.max_chars), stated when set
     shape_example: bool = True  # show the one edit from another domain (optimizer.shape_example)
+    # per rollout, where its full trace can be read (a reflection workspace): gap markers say so
+    locators: tuple[Locator | None, ...] = ()
+    batch: tuple[Rollout, ...] = ()  # the step's rollouts, counted and contrasted (default: these)
+    census: bool = False  # the step's answers counted by kind of miss (optimizer.error_census)
+    contrasts: int = 0  # passed/failed pairs of one answer shape (optimizer.contrasts)
 
 
 def trace_sections(inputs: AnalystInputs) -> list[str]:
@@ -93,7 +99,9 @@ def trace_sections(inputs: AnalystInputs) -> list[str]:
         left = sum(weights[j] for j in order[position:])
         heading = f"{inputs.trace_heading}\n"
         share = remaining * weights[i] // left - len(heading) - 1
-        view = render_view(inputs.rollouts[i].result.trace, inputs.caps, min(share, inputs.caps.total_chars))
+        locate = inputs.locators[i] if i < len(inputs.locators) else None
+        trace, budget = inputs.rollouts[i].result.trace, min(share, inputs.caps.total_chars)
+        view = render_view(trace, inputs.caps, budget, locate)
         sections[i] = f"{heading}{view or '(no steps)'}\n" if share > len("(no steps)") else ""
         remaining -= len(sections[i])
     return sections
@@ -135,6 +143,14 @@ def targets_section(skill: str, budget: int | None = None) -> str:
     )
 
 
+def evidence_section(inputs: AnalystInputs) -> str:
+    """The step's misses counted by kind and the contrasts, as the analyst reads them after the tasks."""
+    batch = list(inputs.batch) or inputs.rollouts
+    counted = census(batch, inputs.rollouts) if inputs.census else ""
+    pairs = pick_contrasts(inputs.rollouts, batch, inputs.contrasts)
+    return "\n".join(part for part in (counted, contrasts_section(pairs, inputs.rollouts)) if part)
+
+
 def prompt_sections(inputs: AnalystInputs) -> dict[str, object]:
     """The parts of the user prompt that the patch and rewrite analysts share."""
     failed = sum(1 for r in inputs.rollouts if not r.score.passed)
@@ -156,6 +172,7 @@ def prompt_sections(inputs: AnalystInputs) -> dict[str, object]:
         "n_failed": failed,
         "n_passed": len(inputs.rollouts) - failed,
         "tasks": tasks,
+        "evidence": evidence_section(inputs),
         "rejected": rejected,
         "max_edits": inputs.max_edits,
     }

@@ -6,12 +6,17 @@ reflection persisted and paid for; when selection drops every proposed edit, the
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import cast
 
 from skillgrad.backends.base import ChatModel
+from skillgrad.backends.reading import ReadingBoundError, ReadingBounds, ReadingChatModel
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
+from skillgrad.evidence.desk import Desk, OpenDesk, digest_record
+from skillgrad.evidence.mode import reads_workspace
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
@@ -65,6 +70,13 @@ class Reflection:
         # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not to.
         self.include_traces = cfg.model.analyst_sees_traces()
         self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
+        # optimizer.reflection: workspace -> each analyst reads its minibatch in a folder (evidence)
+        self.desk: Desk | None = None
+        self.readers: list[ReadingChatModel] = []
+        if reads_workspace(cfg, self.chats[0]):
+            self.readers = [cast(ReadingChatModel, chat) for chat in self.chats]
+            bounds = ReadingBounds(cfg.optimizer.reflection_turns, cfg.optimizer.reflection_timeout_s)
+            self.desk = Desk(run, bounds)
 
     def reflect(
         self, step: int, epoch: int | None, state: TrainState, rollouts: list[Rollout], lr: int
@@ -72,7 +84,7 @@ class Reflection:
         """One patch per reflection that answered; TrainingFailed when none of them did."""
         work = reflection_work(rollouts, self.cfg.train.minibatch_size, len(self.chats))
         self.events.emit("stage_start", stage="reflect", step=step, epoch=epoch, total=len(work))
-        outcomes = self._pool(step, state, lr, [(*item, False) for item in work])
+        outcomes = self._pool(step, state, lr, [(*item, False) for item in work], rollouts)
         errors = [o for o in outcomes if isinstance(o, Exception)]
         if work and len(errors) == len(work):
             raise TrainingFailed(f"every reflection of step {step} failed; last error: {errors[-1]}")
@@ -93,17 +105,27 @@ class Reflection:
             "message",
             text=f"step {step}: every proposed edit was dropped; asking {len(work)} analyst(s) afresh",
         )
-        outcomes = self._pool(step, state, lr, work)
+        outcomes = self._pool(step, state, lr, work, rollouts)
         return [o for o in outcomes if isinstance(o, Patch)]
 
     def _pool(
-        self, step: int, state: TrainState, lr: int, work: list[tuple[int, list[Rollout], int, bool]]
+        self,
+        step: int,
+        state: TrainState,
+        lr: int,
+        work: list[tuple[int, list[Rollout], int, bool]],
+        batch: list[Rollout],
     ) -> list[Patch | Exception]:
+        """Each item of `work` asked of its analyst; `batch`: the step's rollouts, counted and
+        contrasted in every prompt."""
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
+        skill = state.current_text
         with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
-            return list(pool.map(lambda item: self._one(step, state.current_text, rejected, lr, *item), work))
+            return list(pool.map(lambda item: self._one(step, skill, rejected, lr, batch, *item), work))
 
-    def _inputs(self, skill: str, minibatch: list[Rollout], rejected: list[Edit], lr: int) -> AnalystInputs:
+    def _inputs(
+        self, skill: str, minibatch: list[Rollout], rejected: list[Edit], lr: int, batch: list[Rollout]
+    ) -> AnalystInputs:
         return AnalystInputs(
             skill,
             minibatch,
@@ -116,7 +138,21 @@ class Reflection:
             package_chars=self.cfg.skill.prompt_chars,
             budget=self.cfg.skill.max_chars,
             shape_example=self.cfg.optimizer.shape_example,
+            batch=tuple(batch),
+            census=self.cfg.optimizer.error_census,
+            contrasts=self.cfg.optimizer.contrasts,
         )
+
+    def _analyst_for(
+        self, step: int, name: str, proposal: int, inputs: AnalystInputs
+    ) -> tuple[ChatModel, AnalystInputs, OpenDesk | None]:
+        """The analyst's model and inputs: as they are, or in a fresh workspace whose files the
+        inputs' trace views point into (optimizer.reflection: workspace)."""
+        if self.desk is None:
+            return self.chats[proposal], inputs, None
+        reader, seen = self.readers[proposal], (inputs.skill, inputs.rollouts, inputs.rejected)
+        desk = self.desk.open(step, name, reader, *seen, include_traces=inputs.include_traces)
+        return desk.chat, replace(inputs, rollouts=desk.rollouts, locators=desk.casefile.locators), desk
 
     def _one(
         self,
@@ -124,6 +160,7 @@ class Reflection:
         skill: str,
         rejected: list[Edit],
         lr: int,
+        batch: list[Rollout],
         index: int,
         minibatch: list[Rollout],
         proposal: int,
@@ -133,23 +170,36 @@ class Reflection:
         returned (the others may still answer), except a refused key or quota, which stops the run."""
         name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "") + ("_reask" if reask else "")
         record_path = self.run.reflection_path(step, name)
+        failures = sum(1 for r in minibatch if not r.score.passed)
         with self.slots:
             self.accounting.reserve()
-            inputs = self._inputs("" if reask else skill, minibatch, rejected, lr)
+            inputs = self._inputs("" if reask else skill, minibatch, rejected, lr, batch)
+            chat, inputs, desk = self._analyst_for(step, name, proposal, inputs)
+            started = time.monotonic()
             try:
                 patch, reply, messages = self.analyst(
-                    self.chats[proposal], inputs, index, self.cfg.model.effort_for("optimizer"), proposal
+                    chat, inputs, index, self.cfg.model.effort_for("optimizer"), proposal
                 )
             except FatalBackendError:
                 self.accounting.release()
                 raise
+            except ReadingBoundError as bounded:  # paid; the step goes on without this analyst's edits
+                self.accounting.record("optimizer", "reflect", bounded.spent.reply.usage, None)
+                extra = desk.record(bounded.spent) if desk else {}
+                self.run.write_json(record_path, {"minibatch": index, "error": str(bounded), **extra})
+                self.events.emit("message", text=f"step {step}: reflection {name}: {bounded}")
+                return Patch(index, [], failures, proposal, reask)
             except (StructuredOutputError, BackendError) as exc:
                 self.accounting.release()
-                self.run.write_json(record_path, {"minibatch": index, "error": str(exc)})
+                extra = desk.record() if desk else {}
+                self.run.write_json(record_path, {"minibatch": index, "error": str(exc), **extra})
                 return exc
             self.accounting.record("optimizer", "reflect", reply.usage, reply.saved)
         patch = replace(patch, reask=reask)
-        self.run.write_json(record_path, reflection_record(index, minibatch, messages, reply, patch))
+        shown = desk.chat.sent if desk else messages  # what the analyst was sent, its guide included
+        record = reflection_record(index, minibatch, shown, reply, patch)
+        record.update(desk.record() if desk else digest_record(reply, time.monotonic() - started))
+        self.run.write_json(record_path, record)
         return patch
 
 
@@ -167,11 +217,12 @@ def propose_and_select(
     step, epoch, batch = plan_step
     patches = reflection.reflect(step, epoch, state, train, lr)
     failed = [r.result.answer for r in train if not r.score.passed]
-    chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed)
+    graded = {r.task.id: (r.result.answer, r.score.feedback) for r in train}
+    chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded)
     if reflection.cfg.optimizer.reask_dropped and should_reask(state.current_text, patches, chosen):
         more = reflection.reask(step, state, train, lr, patches)
         if more:
-            chosen, max_chars = candidates.select(state, step, batch, [*patches, *more], lr, failed)
+            chosen, max_chars = candidates.select(state, step, batch, [*patches, *more], lr, failed, graded)
     state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)  # once per step, final selection
     return chosen, max_chars
 

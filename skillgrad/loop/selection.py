@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from skillgrad.loop.merge import MergedEdit
+from skillgrad.loop.taskcopy import Copy
 from skillgrad.package.doc import open_skill
 from skillgrad.skill import Edit, normalize_text
 
@@ -100,7 +101,7 @@ def select_valid(
     copied: Callable[[Edit], bool],
     max_chars: int | None = None,
     budget: int | None = None,
-    copies_task: Callable[[Edit], str | None] = lambda _edit: None,
+    copies_task: Callable[[Edit], Copy | None] = lambda _edit: None,
 ) -> Selection:
     """Selection after validity: walk the ranked edits, drop those copied from the prompt or
     from a task's text, those rejected earlier this epoch and those that do not apply to the
@@ -109,11 +110,11 @@ def select_valid(
     rejected_keys = {rule_key(e) for e in rejected}
     doc, out = open_skill(skill, budget), Selection()
     for item in ranked:
-        task_id = copies_task(item.edit)
+        copy = copies_task(item.edit)
         if copied(item.edit):
             out.dropped.append(Dropped(item, COPIED))
-        elif task_id is not None:
-            out.dropped.append(Dropped(item, COPIES_TASK, f"task {task_id}"))
+        elif copy is not None:
+            out.dropped.append(Dropped(item, COPIES_TASK, str(copy)))
         elif rule_key(item.edit) in rejected_keys:
             out.dropped.append(Dropped(item, REJECTED))
         elif len(out.selected) >= learning_rate:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, NonNegativeInt, TypeAdapter, ValidationError
 
 from skillgrad.errors import describe_validation
+from skillgrad.loop.search.pool import Pool
 from skillgrad.run_folder import version_name
 from skillgrad.skill import Edit
 
@@ -48,6 +49,7 @@ class TrainState:
     train_passed: dict[str, list[str]] = field(default_factory=dict)
     rounds: NonNegativeInt = 0  # sequential rounds of calls so far (observed), kept across a resume
     task_text_copies: NonNegativeInt = 0  # edits dropped because they copy a task's text
+    pool: Pool | None = None  # the frontier search's candidates (optimizer.search: frontier)
 
     def accept(self, text: str, score: float, step: int) -> bool:
         """The gate accepted the candidate `text` (validated at `score`): it becomes the current
@@ -83,6 +85,10 @@ class TrainState:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["rejected_edits"] = [e.to_json() for e in self.rejected_edits]
+        if self.pool is None:
+            del data["pool"]
+        else:
+            data["pool"] = self.pool.to_json()
         return data
 
     @classmethod
@@ -111,6 +117,12 @@ class TrainState:
             return f"best_step {self.best_step} is past the last completed step {self.step}"
         if self.accepted + self.rejected > self.step:
             return f"{self.accepted} accepted + {self.rejected} rejected steps, but only {self.step} ran"
+        if self.pool is not None:
+            versions = [m.version for m in self.pool.members]
+            if versions[-1] > self.version:
+                return f"pool member v{versions[-1]} is past the current version {self.version}"
+            if self.best_version not in versions:
+                return f"best_version {self.best_version} is not a member of the pool"
         return None
 
 

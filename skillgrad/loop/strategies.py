@@ -1,9 +1,11 @@
 """The run's decisions, each a small object chosen by its config name, built here and only here
 and handed to the trainer: the validation gate, the learning-rate schedule, how patches merge,
-how merged edits rank, and how an analyst proposes edits (optimizer.edit_mode)."""
+how merged edits rank, how an analyst proposes edits (optimizer.edit_mode) and how the run
+searches the space of skills (optimizer.search: a strategy the trainer builds with its context)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -11,6 +13,9 @@ from skillgrad.config import OptimizerConfig
 from skillgrad.loop.gate import Gate, make_gate
 from skillgrad.loop.merge import MERGERS, MergedEdit, Patch
 from skillgrad.loop.rewrite import ANALYSTS, Analyst
+from skillgrad.loop.search.base import Search, SearchContext
+from skillgrad.loop.search.frontier import FrontierSearch
+from skillgrad.loop.search.greedy import GreedySearch
 from skillgrad.loop.selection import RANKERS, SCHEDULES, Schedule
 
 
@@ -29,13 +34,18 @@ class Strategies:
     merger: Merger
     ranker: Ranker
     analyst: Analyst
+    search: Callable[[SearchContext], Search]
 
     @classmethod
     def from_config(cls, opt: OptimizerConfig) -> Strategies:
         return cls(
-            gate=make_gate(opt.gate, opt.gate_alpha),
+            gate=make_gate(opt.gate, opt.gate_alpha, opt.gate_min_gain),
             schedule=SCHEDULES[opt.lr_schedule],
             merger=MERGERS[opt.merge](),
             ranker=RANKERS[opt.rank](),
             analyst=ANALYSTS[opt.edit_mode],
+            search=SEARCHES[opt.search],
         )
+
+
+SEARCHES: dict[str, Callable[[SearchContext], Search]] = {"greedy": GreedySearch, "frontier": FrontierSearch}

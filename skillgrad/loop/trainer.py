@@ -24,14 +24,15 @@ from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
-from skillgrad.loop.gate import mean_of
+from skillgrad.loop.gate import Gate, mean_of
 from skillgrad.loop.plan import Plan, Splits, make_plan, steps_per_epoch
 from skillgrad.loop.records import GateRecord, StepEnd, StepRecord
 from skillgrad.loop.reflection import Reflection, propose_and_select
 from skillgrad.loop.rollout import mean_score
+from skillgrad.loop.search.base import SearchContext
+from skillgrad.loop.selection import Selection
 from skillgrad.loop.stages import Roles, RolloutRunner, TrainingFailed
 from skillgrad.loop.state import TrainState, version_name
-from skillgrad.loop.stopping import stop_reason
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.validate import Race, Validation, ValUnit, validate
 from skillgrad.loop.verdict import judge
@@ -62,10 +63,13 @@ class Trainer:
         self.events = events
         self.ledger = ledger
         self.initial_skill = initial_skill
-        self.gate = strategies.gate
         self.schedule = strategies.schedule
-        self.candidates = Candidates(cfg, run, events, strategies.merger, strategies.ranker)
+        self.candidates = Candidates(
+            cfg, run, events, strategies.merger, strategies.ranker, lambda: self.benchmark_split("train")
+        )
         self.accounting = Accounting(ledger)
+        tools = (run, events, self.accounting, roles.optimizer, self.candidates.checks)
+        self.search = strategies.search(SearchContext(cfg, strategies.gate, *tools))  # each step's parent
         self.runner = RolloutRunner(cfg, benchmark, roles, run, events, self.accounting)
         self.reflection = Reflection(
             cfg,
@@ -107,20 +111,23 @@ class Trainer:
     def step(self, state: TrainState, plan: Plan, index: int, total_steps: int) -> None:
         step, epoch, batch = plan[index]
         self.accounting.start_step()
+        merged = self.search.merge(state, step)  # a step may be spent on a candidate made otherwise
         before = state.current_score
         lr = self.schedule(
             step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
         )
-        train = self.train_batch(state, step, batch)
-        chosen, max_chars = propose_and_select(
-            self.reflection, self.candidates, state, plan[index], train, lr
+        train = self.train_batch(state, step, batch) if merged is None else []
+        chosen, max_chars = (
+            (Selection(), 0)
+            if merged
+            else propose_and_select(self.reflection, self.candidates, state, plan[index], train, lr)
         )
-        candidate, outcomes, blocked = self.candidates.build(state, step, chosen, max_chars)
+        candidate, outcomes, blocked = merged or self.candidates.build(state, step, chosen, max_chars)
         started = StepRecord(
             step=step,
             epoch=epoch,
             learning_rate=lr,
-            train_score=mean_score(train),
+            train_score=mean_score(train) if train else None,
             dropped=chosen.counts(),
             current_score=state.current_score,
             edits=[{**o.edit.to_json(), "status": o.status, "reason": o.reason} for o in outcomes],
@@ -130,9 +137,8 @@ class Trainer:
             val_score=None,
             best_score=state.best_score,
         )
-        record = self._validate_and_gate(
-            state, started, candidate, outcomes, plan[index + 1 : index + 2], blocked
-        )
+        nxt = plan[index + 1 : index + 2] if self.search.prefetches else []
+        record = self._validate_and_gate(state, started, candidate, outcomes, nxt, blocked)
         state.step = step
         record = replace(record, usage=self.accounting.step_usage())
         self.run.append_history(record.to_json())
@@ -166,16 +172,17 @@ class Trainer:
             skipped = GateRecord.skipped(state.current_score, self.cfg.optimizer, blocked)
             self.run.write_gate(step, skipped.to_json())
             return replace(started, skip_reason=blocked)
-        val, incumbent = self._validate(state, step, candidate, nxt)
-        decision = judge(self.gate, val, incumbent)
+        gate = self.search.gate(state, candidate.text)
+        val, incumbent = self._validate(state, step, candidate, nxt, gate)
+        decision = judge(gate, val, incumbent)
         score = mean_of(val.results)
-        gate = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer)
-        self.run.write_gate(step, gate.to_json())
+        record = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer)
+        self.run.write_gate(step, record.to_json())
         version = None
         if decision.accepted:
-            version = self._accept(state, step, candidate.text, score)
+            version = self.search.accept(state, step, candidate.text, val.results, applied)
         else:
-            state.reject(applied)
+            self.search.reject(state, applied)
         return replace(
             started,
             action="accepted" if decision.accepted else "rejected",
@@ -186,13 +193,13 @@ class Trainer:
         )
 
     def _validate(
-        self, state: TrainState, step: int, candidate: SkillDoc | PackageDoc, nxt: Plan
+        self, state: TrainState, step: int, candidate: SkillDoc | PackageDoc, nxt: Plan, gate: Gate
     ) -> tuple[Validation, dict[str, list[float]]]:
         """The candidate's validation (racing in waves when configured) and the incumbent's results."""
         incumbent = self.incumbent_results(state)
         known = state.val_results.get(candidate.content_hash, {})
         racing = self.cfg.optimizer.validation == "racing"
-        race = Race(self.gate, incumbent, self.cfg.optimizer.race_waves) if racing else None
+        race = Race(gate, incumbent, self.cfg.optimizer.race_waves) if racing else None
         if known:
             self.events.emit("message", text=f"step {step}: candidate seen before, reusing its validation")
 
@@ -215,14 +222,6 @@ class Trainer:
         )
         state.val_results[candidate.content_hash] = val.results
         return val, incumbent
-
-    def _accept(self, state: TrainState, step: int, text: str, score: float) -> str:
-        """The accepted candidate becomes the next version on disk (and the best skill if it is)."""
-        best = state.accept(text, score, step)
-        self.run.write_skill(state.version, text)
-        if best:
-            self.run.write_best_skill(text)
-        return version_name(state.version)
 
     # -- validation -----------------------------------------------------------------------------
     def _val_units(
@@ -317,13 +316,12 @@ class Trainer:
             state = self.baseline()
         for index in pending:
             step, epoch, _ = plan[index]
-            why = stop_reason(self.gate, state, self.incumbent_results(state), plan[index:], self.ahead)
+            self.search.begin(state, step, epoch)  # the step's parent becomes the current skill
+            why = self.search.stop_reason(state, self.incumbent_results(state), plan[index:], self.ahead)
             if why is not None:
                 self.events.emit("message", text=f"stopping before step {step}: {why[1]}")
                 return state, why[0], why[1]
             self.runner.epoch = epoch
-            if state.rejected_epoch != epoch:
-                state.rejected_edits, state.rejected_epoch = [], epoch
             self.step(state, plan, index, total_steps)
             self.checkpoint(state)
         return state, "completed", None
@@ -350,7 +348,7 @@ class Trainer:
     def final_test(self, state: TrainState) -> dict[str, Any]:
         tasks = self.benchmark_split("test")
         results: dict[str, Any] = {}
-        versions = sorted({0, state.best_version})
+        versions = sorted({0, state.best_version, *self.search.tested(state)})  # others: reported only
         for version in versions:
             text = self.run.read_skill(version)
             prefix = self.run.test_dir(version)
@@ -373,6 +371,7 @@ class Trainer:
     ) -> dict[str, Any]:
         summary: dict[str, Any] = {
             **state.outcome(),
+            **self.search.outcome(state),
             "stopped": stopped,
             "stop_reason": reason,
             "test": test,

@@ -12,6 +12,8 @@ from skillgrad.report.chart import bar_chart, score_chart
 from skillgrad.report.data import RolloutSet, Run, TaskRollout
 from skillgrad.report.diff import SkillDiff, skill_diff
 from skillgrad.report.package_diff import one_text, version_diffs, version_sizes
+from skillgrad.report.reflections import reflection_rows
+from skillgrad.report.search import search_view
 
 
 def _num(value: Any) -> float | None:
@@ -332,6 +334,7 @@ def run_context(run: Run) -> dict[str, Any]:
             ]
         ),
         "steps": step_rows(run),
+        "reflections": reflection_rows(run.path),
         "diffs": skill_diffs(run),
         "sizes": version_sizes(run.skills, (run.config.get("skill") or {}).get("max_chars")),
         "comparisons": task_comparisons(run),
@@ -340,6 +343,7 @@ def run_context(run: Run) -> dict[str, Any]:
         "by_stage": ledger.by_stage(run),
         "total": ledger.total(run),
         "config_json": json.dumps(run.config, indent=2, ensure_ascii=False),
+        "search": search_view(run),  # the frontier search's tree and win table (None: greedy)
     }
 
 

@@ -22,6 +22,7 @@ from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.evidence.mode import reads_workspace
 from skillgrad.executors.base import Executor
 from skillgrad.executors.threads import ThreadExecutor
 from skillgrad.loop.events import Events, Observer
@@ -143,6 +144,8 @@ def build_roles(
             on_paid=(lambda stage, usage: journal.add("optimizer", stage, usage)) if journal else None,
         )
         samplers = proposal_samplers(cfg, backends, chat)
+        if optimizer:
+            reads_workspace(cfg, chat)  # optimizer.reflection refused now, before any folder exists
     settings: dict[str, Any] = {
         **sampling,
         "max_output_tokens": m.max_output_tokens_for("target"),

@@ -74,7 +74,9 @@ def final_line(summary: dict[str, Any], out: Path) -> str:
 def closing_note(cfg: Config, summary: dict[str, Any]) -> str:
     """What the run demonstrated and why the score moved or did not, in one line."""
     accepted = summary.get("accepted", 0)
-    if accepted:
+    if accepted and summary.get("search"):  # the frontier search keeps candidates by the items they win
+        note = f"{accepted} candidate(s) entered the pool, each winning val items over its parent"
+    elif accepted:
         note = f"{accepted} step(s) changed the skill: each candidate kept raised the val score"
     else:
         note = "no candidate raised the val score, so the best skill is the one the run started from"

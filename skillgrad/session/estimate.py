@@ -8,7 +8,12 @@ token, a target answer's length, a grader's feedback, how much of a validation r
 many candidates are accepted and how much the skill grows. Calls are counted as the trainer makes
 them: the baseline on val; per step the batch's rollouts (and, with train.overlap, the next
 batch's again after a rejection), one analyst call per minibatch and proposal, and a validation
-of the candidate; the final test of the initial skill and of the best one.
+of the candidate; the final test of the initial skill and of the best one. A frontier search
+(`optimizer.search: frontier`) never rolls out ahead (nothing is redone); a merge step spends no
+train batch and no reflection, and one analyst call when the lineages conflict; the final test also
+reports frontier members. An analyst that reads a
+workspace (`optimizer.reflection`) takes several model turns per call (`model_turns`), each
+re-reading its prompt and what it opened so far.
 """
 
 from __future__ import annotations
@@ -22,10 +27,14 @@ from skillgrad.backends.base import AgentResult
 from skillgrad.backends.chat_agent import task_prompt
 from skillgrad.benchmarks.base import Score, Task
 from skillgrad.config import BudgetConfig, Config
+from skillgrad.evidence.mode import reflection_mode
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages
 from skillgrad.loop.rewrite import rewrite_messages
 from skillgrad.loop.rollout import Rollout
+from skillgrad.loop.search.resolve import Side, merge_messages
+from skillgrad.loop.search.threeway import Conflict
 from skillgrad.package.model import skill_chars
+from skillgrad.skill import Edit
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
 
@@ -44,6 +53,17 @@ class Assumptions:
     # the candidates are taken to stop after their first wave
     racing_stops_early: float = 0.5
     accepted_share: float = 0.5  # of the steps whose candidate is accepted (the skill grows)
+    # frontier search: of its merge steps, those that find two lineages to merge (the others make
+    # a child as usual); of those, the ones whose lines conflict (one analyst call); the members
+    # on the frontier at the end besides the best (the final test reports them)
+    merges_made: float = 0.5
+    merge_conflicts: float = 0.5
+    frontier_reported: int = 1
+    # optimizer.reflection: workspace: the share of optimizer.reflection_turns an analyst reads for,
+    # what one turn opens (a Read window or a search's hits) and the tokens of one tool call
+    reading_turns_share: float = 0.5
+    read_chars_per_turn: int = 3000
+    tool_call_tokens: int = 40
 
 
 def _tokens(chars: float, a: Assumptions) -> int:
@@ -86,6 +106,8 @@ def analyst_prompt_chars(cfg: Config, skill: str, tasks: list[Task], a: Assumpti
         False,
         TraceCaps(),
         shape_example=o.shape_example,
+        census=o.error_census,
+        contrasts=o.contrasts,
     )
     messages = rewrite_messages(inputs) if o.edit_mode == "rewrite" else analyst_messages(inputs)
     return sum(len(m.content) for m in messages) + trace_chars
@@ -110,6 +132,21 @@ def _analyst_tokens(
     return trace_chars, reflect_in, min(model.max_output_tokens_for("optimizer"), _tokens(reply_chars, a))
 
 
+def _reading(cfg: Config, a: Assumptions, reflect_in: int, reflect_out: int) -> tuple[int, int, int]:
+    """(model turns, input tokens, output tokens) of one reflection. In a workspace each turn
+    re-reads the prompt (its guide included) and everything opened before it, then calls a tool;
+    the last turn answers."""
+    if reflection_mode(cfg) == "digest":
+        return 1, reflect_in, reflect_out
+    reading = max(1, round(cfg.optimizer.reflection_turns * a.reading_turns_share))
+    listing = "\n".join(f"- tasks/{i:02d}/: task {i}" for i in range(1, cfg.train.minibatch_size + 1))
+    guide = render("skillgrad.evidence", "guide", listing=listing, tools="Read, Grep and Glob", turns=reading)
+    prompt = reflect_in + _tokens(len(guide), a)
+    opened = _tokens(a.read_chars_per_turn, a)
+    tokens_in = (reading + 1) * prompt + opened * reading * (reading + 1) // 2
+    return reading + 1, tokens_in, reading * a.tool_call_tokens + reflect_out
+
+
 def _validated_share(cfg: Config, a: Assumptions) -> float:
     """The share of a validation that runs: racing in waves stops some candidates early."""
     opt = cfg.optimizer
@@ -130,11 +167,30 @@ def _totals(stages: dict[str, dict[str, int]]) -> tuple[dict[str, dict[str, int]
     """The stages summed by role (the target's rollouts, the optimizer's reflections) and in all."""
     roles = {
         "target": _sum([stages[s] for s in ("baseline", "rollout", "validate", "test")]),
-        "optimizer": stages["reflect"],
+        "optimizer": _sum([stages[s] for s in ("reflect", "merge") if s in stages]),
     }
     total = _sum(list(roles.values()))
     total["total_tokens"] = total["input_tokens"] + total["output_tokens"]
     return roles, total
+
+
+def _merge_tokens(cfg: Config, a: Assumptions) -> tuple[int, int]:
+    """(input, output) tokens of a merge's analyst call: one conflict of a rule a side, each side's
+    edits of a learning rate."""
+    rule = "x" * a.rule_chars
+    side = Side("v0001", 0.5, 1, [Edit("add", "end", rule)] * cfg.optimizer.learning_rate)
+    messages = merge_messages([Conflict("SKILL.md", [rule], [rule], [rule])], side, side)
+    prompt = sum(len(m.content) for m in messages)
+    return _tokens(prompt, a) + 2 * a.message_overhead_tokens, _tokens(2 * a.rule_chars + 60, a)
+
+
+def frontier_steps(cfg: Config, steps: int, a: Assumptions) -> tuple[int, int]:
+    """(merge steps that merge, of those the ones with an analyst call) of a run of `steps`."""
+    opt = cfg.optimizer
+    if opt.search != "frontier" or not opt.merge_every:
+        return 0, 0
+    merged = round(a.merges_made * (steps // opt.merge_every))
+    return merged, round(a.merge_conflicts * merged)
 
 
 def estimate(
@@ -155,21 +211,32 @@ def estimate(
     rollout_in, rollout_out = _rollout_tokens(skill, all_tasks, a, turns, answer, half_grown)
     sample = splits.get("train", [])[: min(train.minibatch_size, train.batch_size)]
     trace_chars, reflect_in, reflect_out = _analyst_tokens(cfg, skill, sample, a, half_grown)
+    reflect_turns, reflect_in, reflect_out = _reading(cfg, a, reflect_in, reflect_out)
     reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
     reflect_calls *= opt.proposals_per_minibatch
+    merges, merge_calls = frontier_steps(cfg, steps, a)  # merge steps: no batch, no reflection
+    frontier = opt.search == "frontier"
+    if merges:
+        reflect_calls -= round(merges * reflect_calls / steps)
 
     val_share = _validated_share(cfg, a)
     val_calls = round(steps * n_val * opt.val_repeats * val_share)
     # with train.overlap, the next batch is rolled out beside a validation and redone if it fails
     redone = round((1 - a.accepted_share) * max(0, steps - 1) * train.batch_size) if train.overlap else 0
+    redone = 0 if frontier else redone  # the frontier draws a parent after the gate: nothing runs ahead
     tested = 2 if steps and a.accepted_share > 0 else 1
+    tested += a.frontier_reported if frontier and steps else 0
+    rollouts = train.epochs * n_train - (round(merges * train.epochs * n_train / steps) if merges else 0)
     stages = {
         "baseline": _stage(n_val * opt.val_repeats, rollout_in, rollout_out),
-        "rollout": _stage(train.epochs * n_train + redone, rollout_in, rollout_out),
+        "rollout": _stage(rollouts + redone, rollout_in, rollout_out),
         "validate": _stage(val_calls, rollout_in, rollout_out),
         "test": _stage(tested * n_test, rollout_in, rollout_out),
         "reflect": _stage(reflect_calls, reflect_in, reflect_out),
     }
+    if frontier:
+        stages["merge"] = _stage(merge_calls, *_merge_tokens(cfg, a))
+    stages["reflect"]["model_turns"] = reflect_calls * reflect_turns
     roles, total = _totals(stages)
     measured = {
         "tasks": {"train": n_train, "val": n_val, "test": n_test},
@@ -184,6 +251,9 @@ def estimate(
         "skill_growth_chars": growth,
         "validated_share": round(val_share, 3),
         "rollouts_redone": redone,
+        **({"merge_steps": merges} if frontier else {}),
+        "reflection": reflection_mode(cfg),
+        "analyst_turns": reflect_turns,
         "not_counted": "call-cache hits, retries, steps with no edit to validate, a judge's calls",
     }
     return {

@@ -18,6 +18,7 @@ item kinds are skipped, never fatal: the CLI adds kinds often.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import UserError
+from skillgrad.traces.codex_unified import short_command
 from skillgrad.values import TraceStep, Usage
 
 EVENT_TYPES = frozenset(
@@ -42,8 +44,11 @@ EVENT_TYPES = frozenset(
     }
 )
 _SHELLS = {"bash", "sh", "zsh", "dash"}
+_WRAPPED = re.compile(r"^\s*\S*\b(?:bash|sh|zsh|dash)\s+-[li]?c\s")  # worth a shlex.split
 _SUMMARY_CHARS = 300
 _NO_RESULT = "no result: the session ended first"
+_LEFT_RUNNING = "running when the turn ended (no exit code)"
+_CALLS_AT_START = ("command_execution", "file_change", "mcp_tool_call", "collab_tool_call")
 
 
 def _one_line(text: str, limit: int = _SUMMARY_CHARS) -> str:
@@ -53,6 +58,8 @@ def _one_line(text: str, limit: int = _SUMMARY_CHARS) -> str:
 
 def unwrap_command(command: str) -> str:
     """`/bin/bash -lc 'cat task.md'` -> `cat task.md`: the shell wrapper says nothing to a reader."""
+    if not _WRAPPED.match(command):
+        return command
     try:
         argv = shlex.split(command)
     except ValueError:
@@ -122,13 +129,22 @@ class _Builder:
     usage: Usage | None = None
     completed: bool = False
     errors: list[str] = field(default_factory=list)
+    shown_calls: set[str] = field(default_factory=set)  # items whose call was shown when they started
+    ref: str | None = None  # the id of the item being read
+    only_call: bool = False  # reading a started item: its call now, its result when it completes
 
     def pair(self, tool: str, call: str, result: str, failed: bool) -> None:
-        self.steps.append(TraceStep("tool_call", call or "(no input)", tool=tool))
-        self.steps.append(TraceStep("tool_result", result, tool=tool, is_error=failed))
+        if self.ref is None or self.ref not in self.shown_calls:
+            self.steps.append(TraceStep("tool_call", call or "(no input)", tool=tool, ref=self.ref))
+        if self.only_call:
+            self.shown_calls.add(str(self.ref))  # only items with an id are read when they start
+        else:
+            self.steps.append(TraceStep("tool_result", result, tool=tool, is_error=failed, ref=self.ref))
 
-    def item(self, item: dict[str, Any]) -> None:
-        """One completed item -> its steps."""
+    def item(self, item: dict[str, Any], only_call: bool = False) -> None:
+        """One item -> its steps: the call and result of a completed one, the call of a started one."""
+        item_id = item.get("id")
+        self.ref, self.only_call = (None if item_id is None else str(item_id)), only_call
         kind = item.get("type")
         status = str(item.get("status") or "")
         if kind == "agent_message":
@@ -141,6 +157,8 @@ class _Builder:
             output = str(item.get("aggregated_output") or "").strip()
             failed = status in ("failed", "declined") or (isinstance(code, int) and code != 0)
             head = f"exit code {code}" if code is not None else f"status {status or 'unknown'}"
+            if status == "in_progress" and code is None:  # reconciled at the turn's end, still running
+                head = _LEFT_RUNNING
             self.pair(
                 "exec_command",
                 unwrap_command(str(item.get("command") or "")),
@@ -182,10 +200,13 @@ class _Builder:
         item = event.get("item")
         if kind in ("item.started", "item.updated") and isinstance(item, dict):
             self.open_items[str(item.get("id"))] = item
+            if kind == "item.started" and item.get("type") in _CALLS_AT_START and item.get("id") is not None:
+                self.item(item, only_call=True)  # in the order it started; parallel calls stay apart
         elif kind == "item.completed" and isinstance(item, dict):
             self.open_items.pop(str(item.get("id")), None)
             self.item(item)
         elif kind == "turn.completed":
+            self.close_open_items(turn_ended=True)
             self.completed = True
             self.usage = (self.usage or Usage(calls=0, cost_usd=None)) + _usage(event.get("usage"))
         elif kind in ("turn.failed", "error"):
@@ -196,17 +217,25 @@ class _Builder:
             if kind == "turn.failed":
                 self.errors.append(message)
 
-    def unfinished_items(self) -> None:
-        """Items that never completed (the CLI was stopped): show the call, with no result."""
+    def close_open_items(self, turn_ended: bool) -> None:
+        """Items that never completed: show each call. When its turn completed, a command was left
+        running (no exit code, not an error); when the session stopped first, it has no result."""
         for item in self.open_items.values():
             if item.get("type") == "todo_list":
                 self.item(item)  # the last known list is still what the agent planned
             elif item.get("type") not in ("agent_message", "reasoning"):
                 before = len(self.steps)
                 self.item({**item, "status": "failed", "exit_code": None})
-                self.steps[before + 1 :] = [
-                    TraceStep("tool_result", _NO_RESULT, s.tool, True) for s in self.steps[before + 1 :]
+                result = _LEFT_RUNNING if turn_ended else _NO_RESULT
+                if item.get("type") == "command_execution":
+                    result += f": `{short_command(unwrap_command(str(item.get('command') or '')))}`"
+                self.steps[before:] = [
+                    s
+                    if s.kind == "tool_call"
+                    else TraceStep("tool_result", result, s.tool, not turn_ended, ref=s.ref)
+                    for s in self.steps[before:]
                 ]
+        self.open_items.clear()
 
 
 def _error_message(error: Any) -> str:
@@ -237,7 +266,7 @@ def steps_from_codex_events(events: Iterable[Any], workspace: Path | None = None
     for event in events:
         if isinstance(event, dict):
             builder.add(event)
-    builder.unfinished_items()
+    builder.close_open_items(turn_ended=False)
     session = CodexSession(steps=builder.steps, final_answer=builder.last_message or "", usage=builder.usage)
     if builder.errors:
         session.is_error, session.terminal_reason, session.errors = True, "failed", builder.errors

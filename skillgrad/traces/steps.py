@@ -36,10 +36,22 @@ def one_line(text: str) -> str:
 
 
 def clip(text: str, limit: int | None) -> str:
-    text = one_line(text)
-    if limit is None or len(text) <= limit:
-        return text
-    return text[:limit] + f"... [+{len(text) - limit} chars]"
+    """`text` as one line, cut at `limit` characters with a note of how many more there were. Only
+    a window of the text is flattened (a tool result can run to megabytes); the count of the rest
+    is of its raw characters."""
+    if limit is None:
+        return one_line(text)
+    body = text.strip()
+    window = limit * 2 + 64
+    while True:
+        flat = one_line(body[:window])
+        if len(flat) > limit or window >= len(body):
+            break
+        window *= 4  # mostly blank lines: look further
+    if len(flat) <= limit:
+        return flat
+    rest = len(flat) - limit + max(0, len(body) - window)
+    return flat[:limit] + f"... [+{rest} chars]"
 
 
 def step_label(step: TraceStep) -> str:

@@ -2,28 +2,71 @@
 
 Under a character budget the view always keeps how the session started (the first steps), how it
 ended (the last steps and the final answer) and every error with the call that caused it; a run of
-near-identical errors becomes one line with its count. What is left of the budget goes to the user's
-turns, then to the other steps nearest the two ends (the main agent before its subagents). Every gap
-says how many steps and characters it hides. When the must-keep lines do not fit, they are clipped
-shorter, then errors of one kind are merged across the whole trace, then fewer first/last steps are
-kept; a view is never longer than its budget, markers included, and the same steps always give the
-same view.
+near-identical errors becomes one line with its count (view_items.py). What is left of the budget
+goes to the user's turns, then to the other steps nearest the two ends (the main agent before its
+subagents). Every gap says what it hides: steps, characters, errors and user turns (gap_marker).
+When the must-keep lines do not fit, they are clipped shorter, then errors of one kind are merged
+across the whole trace, then fewer first/last steps are kept, then user turns and errors become
+optional; even then errors come first, at the narrowest width that shows the most distinct ones.
+Every error is shown, counted on a collapsed line, or counted by the gap that hides it, exactly
+once. A view is never longer than its budget, markers included, and the same steps always give
+the same view.
 """
 
 from __future__ import annotations
 
 import bisect
-import re
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import accumulate
 
 from skillgrad.traces.steps import TraceCaps, clip, render_step, step_label
+from skillgrad.traces.view_items import (
+    Item,
+    build_items,
+    final_answer_index,
+    is_error,
+    merge_errors,
+)
 from skillgrad.values import TraceStep
 
 TRUNCATION_MARKER = "[... trace truncated: {n} more characters omitted ...]"
 _WIDTHS: tuple[int | None, ...] = (None, 300, 200, 140, 100, 70, 50, 40, 32, 24)
-_MAX_GAP_BETWEEN_REPEATS = 3  # steps between two repeats of an error that still make one run
-_DIGITS = re.compile(r"\d+")
+_RUN_CALL_CHARS = 160  # the call shown on a collapsed line: enough to recognise it
+_MIN_FILL = 20  # below this many characters left, nothing more fits
+# Where the steps a gap hides can be read in full: (first, last) 0-based step indices -> a short
+# pointer such as `tasks/03/trace_full.txt lines 120-310`, appended to the gap's marker.
+Locator = Callable[[int, int], str]
+
+
+@dataclass(frozen=True)
+class HiddenSpan:
+    """What one gap of the view hides: steps first..last (1-based, inclusive) and what they hold."""
+
+    first: int
+    last: int
+    chars: int
+    errors: int  # errors that no line of the view shows or counts
+    user_turns: int  # user steps that no line of the view shows
+    agent: str | None = None  # the subagent every hidden step belongs to, if one does
+    where: str = ""  # where the hidden steps can be read in full (a reflection workspace's file)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def gap_marker(span: HiddenSpan) -> str:
+    """The one line that stands for a gap (its wording lives here and nowhere else)."""
+    parts = [f"{_plural(span.last - span.first + 1, 'step')}, {span.chars:,} chars hidden"]
+    if span.errors:
+        parts.append(_plural(span.errors, "error"))
+    if span.user_turns:
+        parts.append(_plural(span.user_turns, "user turn"))
+    if span.agent is not None:
+        parts.append(f"inside @{span.agent}")
+    where = f": {span.where}" if span.where else ""
+    return f"[... {', '.join(parts)}{where} ...]"
 
 
 @dataclass(frozen=True)
@@ -42,166 +85,106 @@ _STAGES = (
     _Stage(2, 2, True, True, True, 40, 120),
     _Stage(1, 1, True, True, True, 24, 60),
     _Stage(1, 1, False, True, True, 24, 24),
-    # Last resort: only the ending is sure; errors come first in the fill, the rest are counted.
-    _Stage(1, 1, False, False, False, 24, 24),
+    # Last resort: only the ends and the answer are sure; errors come first, narrowed to show the
+    # most of them; what does not fit is counted.
+    _Stage(1, 1, False, False, False, 24, 60),
 )
-_RUN_CALL_CHARS = 160  # the call shown on a collapsed line: enough to recognise it
 
 
-@dataclass
-class _Item:
-    """One line of the view: a single step, or a collapsed run of repeated errors."""
+class _Trace:
+    """What every stage shares: the steps, their items, and prefix sums for pricing gaps."""
 
-    first: int
-    last: int
-    count: int = 1  # repeats in a collapsed run
-    call: int | None = None  # the step whose call caused the error(s)
-    distinct_calls: int = 1
-    others: int = 0  # steps inside a run that are neither the call nor the error
-    error: bool = False
-    signature: str = ""
-    merged_ranges: list[tuple[int, int]] = field(default_factory=list)
-
-
-def _signature(step: TraceStep) -> str:
-    text = _DIGITS.sub("#", " ".join(step.text.lower().split()))[:120]
-    return f"{step.kind}|{step.tool}|{step.agent}|{text}"
-
-
-def _call_of(steps: list[TraceStep], index: int) -> int | None:
-    """The tool_call that produced the result at `index`: same ref, else the step just before."""
-    result = steps[index]
-    if result.kind != "tool_result":
-        return None
-    for j in range(index - 1, max(-1, index - 40), -1):
-        step = steps[j]
-        if step.kind == "tool_call" and (
-            (result.ref is not None and step.ref == result.ref) or (result.ref is None and j == index - 1)
-        ):
-            return j
-    return None
-
-
-def _is_answer(step: TraceStep) -> bool:
-    return step.kind == "text" and step.agent is None and not step.is_error
-
-
-def _is_error(step: TraceStep) -> bool:
-    return step.is_error and step.kind != "tool_call"
-
-
-def _error_runs(steps: list[TraceStep]) -> list[list[int]]:
-    """Indices of error steps, grouped into runs of near-identical errors close to each other."""
-    runs: list[list[int]] = []
-    for i, step in enumerate(steps):
-        if not _is_error(step):
-            continue
-        if runs:
-            prev = runs[-1][-1]
-            between = steps[prev + 1 : i]
-            close = len(between) <= _MAX_GAP_BETWEEN_REPEATS + 1 and not any(
-                s.is_error or s.kind == "user" for s in between
-            )
-            if close and _signature(steps[prev]) == _signature(step):
-                runs[-1].append(i)
-                continue
-        runs.append([i])
-    return runs
-
-
-def _items(steps: list[TraceStep]) -> list[_Item]:
-    """All steps as items, in order; a run of 2+ repeated errors (with their calls) is one item."""
-    collapsed: dict[int, _Item] = {}
-    covered: set[int] = set()
-    covered_until = -1
-    for run in _error_runs(steps):
-        if len(run) == 1:
-            continue
-        first_call = _call_of(steps, run[0])
-        start = first_call if first_call is not None and first_call > covered_until else run[0]
-        calls = [c for c in (_call_of(steps, i) for i in run) if c is not None]
-        span = set(range(start, run[-1] + 1))
-        item = _Item(
-            start,
-            run[-1],
-            count=len(run),
-            call=first_call if first_call == start else None,
-            distinct_calls=len({steps[c].text for c in calls}) or 1,
-            others=len(span - set(run) - set(calls)),
-            error=True,
-            signature=_signature(steps[run[0]]),
-        )
-        collapsed[start] = item
-        covered |= span
-        covered_until = run[-1]
-    items: list[_Item] = []
-    for i, step in enumerate(steps):
-        if i in collapsed:
-            items.append(collapsed[i])
-        elif i in covered:
-            continue
-        elif _is_error(step) and items and items[-1].last == i - 1 and _call_of(steps, i) == i - 1:
-            items[-1] = _Item(i - 1, i, call=i - 1, error=True, signature=_signature(step))  # call -> error
-        else:
-            error = _is_error(step)
-            items.append(_Item(i, i, error=error, signature=_signature(step) if error else ""))
-    return items
-
-
-class _Layout:
-    """Prefix sums that price any gap's marker in O(1)."""
-
-    def __init__(self, steps: list[TraceStep], items: list[_Item], counted: set[int]) -> None:
-        self.steps = steps
-        self.items = items
+    def __init__(self, steps: list[TraceStep], caps: TraceCaps) -> None:
+        self.steps, self.caps = steps, caps
+        self.items = build_items(steps)
+        self.item_of_step = [0] * len(steps)
+        for k, item in enumerate(self.items):
+            self.item_of_step[item.first : item.last + 1] = [k] * (item.last - item.first + 1)
+        self.final = final_answer_index(steps)
+        self.error_items = [k for k, item in enumerate(self.items) if item.error]
+        self.user_items = [
+            k for k, item in enumerate(self.items) if not item.error and steps[item.first].kind == "user"
+        ]
+        self.lines: dict[
+            tuple[int, int | None, int, bool], list[str]
+        ] = {}  # (item, width, user width, merged)
         self.chars = [0, *accumulate(len(s.text) for s in steps)]
-        # errors a gap hides and no merged line counts
-        self.errors = [0, *accumulate(int(_is_error(s) and i not in counted) for i, s in enumerate(steps))]
+        self.errors = [0, *accumulate(int(is_error(s)) for s in steps)]
+        self.users = [0, *accumulate(int(s.kind == "user") for s in steps)]
         # run_end[i]: the last index of the run of steps sharing steps[i]'s agent
         self.run_end = [0] * len(steps)
         for i in range(len(steps) - 1, -1, -1):
             same = i + 1 < len(steps) and steps[i + 1].agent == steps[i].agent
             self.run_end[i] = self.run_end[i + 1] if same else i
 
-    def marker(self, first: int, last: int) -> str:
-        """The gap line for hidden steps first..last (0-based, inclusive); '' for no gap."""
-        if last < first:
-            return ""
-        n = last - first + 1
-        parts = [f"{n} step{'s' * (n != 1)}, {self.chars[last + 1] - self.chars[first]:,} chars hidden"]
-        errors = self.errors[last + 1] - self.errors[first]
-        if errors:
-            parts.append(f"{errors} error{'s' * (errors != 1)}")
-        agent = self.steps[first].agent
-        if agent is not None and self.run_end[first] >= last:
-            parts.append(f"inside subagent {agent}")
-        return f"[... {', '.join(parts)} ...]"
+
+class _Layout:
+    """One stage's items and gap prices; steps counted on a merged line are not counted again."""
+
+    def __init__(self, trace: _Trace, items: list[Item], counted: set[int], locate: Locator | None) -> None:
+        self.trace, self.items, self.locate = trace, items, locate
+        steps = trace.steps
+        # a merged line counts these (errors, some of them user turns): the gap holding them does not
+        self.counted_errors = sorted(counted)
+        self.counted_users = sorted(i for i in counted if steps[i].kind == "user")
+        self.costs: dict[tuple[int | None, int | None], int] = {}
+
+    def hidden(self, first: int, last: int) -> HiddenSpan:
+        t = self.trace
+        agent = t.steps[first].agent
+
+        def counted(indices: list[int]) -> int:
+            return bisect.bisect_right(indices, last) - bisect.bisect_left(indices, first) if indices else 0
+
+        return HiddenSpan(
+            first + 1,
+            last + 1,
+            t.chars[last + 1] - t.chars[first],
+            t.errors[last + 1] - t.errors[first] - counted(self.counted_errors),
+            t.users[last + 1] - t.users[first] - counted(self.counted_users),
+            agent if agent is not None and t.run_end[first] >= last else None,
+            self.locate(first, last) if self.locate is not None else "",
+        )
+
+    def bounds(self, left: int | None, right: int | None) -> tuple[int, int]:
+        first = 0 if left is None else self.items[left].last + 1
+        last = len(self.trace.steps) - 1 if right is None else self.items[right].first - 1
+        return first, last
+
+    def marker(self, left: int | None, right: int | None) -> str:
+        """The gap line between two shown items (None: an end); '' for no gap."""
+        first, last = self.bounds(left, right)
+        return gap_marker(self.hidden(first, last)) if last >= first else ""
 
     def gap_cost(self, left: int | None, right: int | None) -> int:
-        """Characters (with its newline) of the marker between two shown items (None: an end)."""
-        first = 0 if left is None else self.items[left].last + 1
-        last = len(self.steps) - 1 if right is None else self.items[right].first - 1
-        marker = self.marker(first, last)
-        return len(marker) + 1 if marker else 0
+        key = (left, right)
+        cost = self.costs.get(key)
+        if cost is None:  # the fill prices the same gap for every candidate that falls in it
+            marker = self.marker(left, right)
+            cost = self.costs[key] = len(marker) + 1 if marker else 0
+        return cost
 
 
 def _ranges_text(ranges: list[tuple[int, int]]) -> str:
     return ", ".join(f"{a + 1}" if a == b else f"{a + 1}-{b + 1}" for a, b in ranges)
 
 
-def _item_lines(
-    steps: list[TraceStep], item: _Item, caps: TraceCaps, width: int | None, user_width: int = 0
-) -> list[str]:
+def _item_lines(trace: _Trace, item: Item, width: int | None, user_width: int = 0) -> list[str]:
+    steps, caps = trace.steps, trace.caps
+
+    answer = steps[trace.final] if trace.final is not None else None
+
     def limit(step: TraceStep) -> int:
         if width is None:
             return caps.step_limit(step)
-        floor = user_width if step.kind == "user" else 0
+        floor = user_width if step.kind == "user" or step is answer else 0
         return min(max(width, floor), caps.step_limit(step))
 
     if item.first == item.last and not item.merged_ranges:
         step = steps[item.first]
         return [render_step(item.first + 1, step, limit(step))]
-    error = next(steps[i] for i in range(item.first, item.last + 1) if _is_error(steps[i]))
+    assert item.error_at is not None  # a multi-step item is an error line
+    error = steps[item.error_at]
     where = _ranges_text([(item.first, item.last), *item.merged_ranges])
     head = f"{where}." if item.count == 1 else f"steps {where}: {item.count}x"
     if item.call is not None:
@@ -214,35 +197,28 @@ def _item_lines(
     if item.distinct_calls > 1:
         notes.append(f"{item.distinct_calls} distinct calls")
     if item.others:
-        notes.append(f"+{item.others} other step{'s' * (item.others != 1)}")
-    return [text + (f" ({', '.join(notes)})" if notes else "")]
+        notes.append(f"+{_plural(item.others, 'other step')}")
+    lines = [text + (f" ({', '.join(notes)})" if notes else "")]
+    return lines + [render_step(i + 1, steps[i], limit(steps[i])) for i in item.inner]
 
 
-def _merge_errors(items: list[_Item]) -> tuple[list[_Item], set[int]]:
-    """Errors of one kind across the whole trace become one line on their first item."""
-    first_of: dict[str, _Item] = {}
-    merged: set[int] = set()
-    out: list[_Item] = []
-    for index, item in enumerate(items):
-        if item.error and item.signature in first_of:
-            keeper = first_of[item.signature]
-            keeper.merged_ranges.append((item.first, item.last))
-            keeper.count += item.count
-            merged.add(index)
-        elif item.error:
-            item = replace(item, merged_ranges=[])
-            first_of[item.signature] = item
-        out.append(item)
-    return out, merged
+def _cached_lines(
+    trace: _Trace, items: list[Item], k: int, width: int | None, user_width: int = 0
+) -> list[str]:
+    """The lines of item k, made once per render (a merged line differs from its unmerged self)."""
+    key = (k, width, user_width, items is not trace.items)
+    lines = trace.lines.get(key)
+    if lines is None:
+        lines = trace.lines[key] = _item_lines(trace, items[k], width, user_width)
+    return lines
 
 
 @dataclass
 class _Plan:
-    items: list[_Item]
+    layout: _Layout
     lines: dict[int, list[str]]
     chosen: list[int]
     used: int
-    layout: _Layout
 
 
 def _cost(layout: _Layout, chosen: list[int], lines: dict[int, list[str]]) -> int:
@@ -252,78 +228,133 @@ def _cost(layout: _Layout, chosen: list[int], lines: dict[int, list[str]]) -> in
     return total - 1
 
 
-def _must_keep(steps: list[TraceStep], items: list[_Item], stage: _Stage, skip: set[int]) -> list[int]:
+def _must_keep(trace: _Trace, items: list[Item], stage: _Stage, skip: set[int]) -> list[int]:
     n = len(items)
     keep = set(range(min(stage.head, n))) | set(range(max(0, n - stage.tail), n))
-    step_to_item = {i: k for k, item in enumerate(items) for i in range(item.first, item.last + 1)}
-    final = next((i for i in range(len(steps) - 1, -1, -1) if _is_answer(steps[i])), None)
-    if final is not None:
-        keep.add(step_to_item[final])
-    for k, item in enumerate(items):
-        if k in skip:
-            continue
-        if item.error and stage.errors_kept:
-            keep.add(k)
-            call = _call_of(steps, item.first) if item.count == 1 else None
-            if call is not None:
-                keep.add(step_to_item[call])
-        elif stage.users_kept and steps[item.first].kind == "user":
-            keep.add(k)
+    if trace.final is not None:
+        keep.add(trace.item_of_step[trace.final])
+    if stage.errors_kept:
+        for k in trace.error_items:
+            if k not in skip:
+                keep.add(k)
+                keep.update(trace.item_of_step[c] for c in items[k].needs)
+    if stage.users_kept:
+        keep.update(trace.user_items)
     return sorted(keep - skip)
 
 
-def _fill_order(steps: list[TraceStep], items: list[_Item], skip: set[int]) -> list[int]:
-    """The optional items, best first: user turns, then main-agent steps alternately from the
-    end and the start, then subagent steps the same way."""
+def _fill_order(trace: _Trace, items: list[Item], skip: set[int]) -> list[int]:
+    """The optional items, best first: errors (one of each kind before any repeat), user turns,
+    then main-agent steps alternately from the end and the start, then subagent steps the same way."""
     n = len(items)
     alternating = [n - 1 - k // 2 if k % 2 == 0 else k // 2 for k in range(n)]
+    seen: set[str] = set()
+    repeat: set[int] = set()
+    for k in alternating:
+        if items[k].error:
+            if items[k].signature in seen:
+                repeat.add(k)
+            seen.add(items[k].signature)
 
     def rank(k: int) -> int:
-        step = steps[items[k].first]
-        return 0 if items[k].error else 1 if step.kind == "user" else 2 if step.agent is None else 3
+        step = trace.steps[items[k].first]
+        if items[k].error:
+            return 1 if k in repeat else 0
+        return 2 if step.kind == "user" else 3 if step.agent is None else 4
 
     return sorted((k for k in alternating if k not in skip), key=rank)  # stable: ends first
 
 
-def _plan(steps: list[TraceStep], caps: TraceCaps, budget: int) -> _Plan | None:
-    base = _items(steps)
+def _plan(trace: _Trace, budget: int, locate: Locator | None) -> _Plan | None:
     for stage in _STAGES:
-        items, skip = _merge_errors(base) if stage.merge_errors else (base, set())
-        counted = {i for k in skip for i in range(items[k].first, items[k].last + 1)}
-        layout = _Layout(steps, items, counted)
-        must = _must_keep(steps, items, stage, skip)
-        for width in (w for w in _WIDTHS if w is None or w >= stage.min_width):
-            lines = {k: _item_lines(steps, items[k], caps, width, stage.user_width) for k in must}
-            used = _cost(layout, must, lines)
-            if used <= budget:
-                plan = _Plan(items, lines, must, used, layout)
-                _fill(steps, caps, plan, budget, skip, width)
+        items, skip = merge_errors(trace.items) if stage.merge_errors else (trace.items, set())
+        counted = {i for k in skip for i in items[k].members}
+        layout = _Layout(trace, items, counted, locate)
+        must = _must_keep(trace, items, stage, skip)
+        widths = [w for w in _WIDTHS if w is None or w >= stage.min_width]
+        if not stage.errors_kept:
+            plan = _last_resort(layout, must, skip, widths, stage.user_width, budget)
+            if plan is not None:
+                return plan
+            continue
+        for width in widths:
+            plan = _must_plan(layout, must, width, stage.user_width, budget)
+            if plan is not None:
+                _fill(plan, _fill_order(trace, items, skip | set(must)), budget, width)
                 return plan
     return None
 
 
-def _fill(
-    steps: list[TraceStep], caps: TraceCaps, plan: _Plan, budget: int, skip: set[int], width: int | None
-) -> None:
-    """Add optional items, best first, each at the must-keep lines' width, while they fit."""
-    chosen, layout = plan.chosen, plan.layout
-    for k in _fill_order(steps, plan.items, skip | set(chosen)):
-        if budget - plan.used < 20:
+def _must_plan(
+    layout: _Layout, must: list[int], width: int | None, user_width: int, budget: int
+) -> _Plan | None:
+    """The must-keep lines at `width`, when they fit the budget."""
+    lines = {k: _cached_lines(layout.trace, layout.items, k, width, user_width) for k in must}
+    used = _cost(layout, must, lines)
+    return _Plan(layout, lines, list(must), used) if used <= budget else None
+
+
+def _last_resort(
+    layout: _Layout, must: list[int], skip: set[int], widths: list[int | None], user_width: int, budget: int
+) -> _Plan | None:
+    """Only the ends and the answer are sure: every line at the widest width that shows as many
+    errors as the narrowest does (narrower lines before fewer errors), then the rest."""
+    fits = [w for w in widths if _must_plan(layout, must, w, user_width, budget) is not None]
+    if not fits:
+        return None
+    trace, items = layout.trace, layout.items
+    order = _fill_order(trace, items, skip | set(must))
+    errors = [k for k in order if items[k].error]
+    trials: dict[int, _Plan] = {}
+
+    def trial(i: int) -> _Plan:  # the plan at fits[i], its errors filled
+        if i not in trials:
+            plan = _must_plan(layout, must, fits[i], user_width, budget)
+            assert plan is not None
+            _fill(plan, errors, budget, fits[i])
+            trials[i] = plan
+        return trials[i]
+
+    most = len(trial(len(fits) - 1).chosen)
+    low, high = 0, len(fits) - 1  # a wider width shows no more errors: bisect for the widest
+    while low < high:
+        mid = (low + high) // 2
+        if len(trial(mid).chosen) >= most:
+            high = mid
+        else:
+            low = mid + 1
+    plan = trial(low)
+    _fill(plan, [k for k in order if not items[k].error], budget, fits[low])
+    return plan
+
+
+def _try(plan: _Plan, k: int, budget: int, width: int | None, commit: bool) -> bool:
+    """Whether item k fits in the plan at `width` (and, with commit, add it)."""
+    layout, chosen = plan.layout, plan.chosen
+    lines = _cached_lines(layout.trace, layout.items, k, width)
+    pos = bisect.bisect_left(chosen, k)
+    left = chosen[pos - 1] if pos > 0 else None
+    right = chosen[pos] if pos < len(chosen) else None
+    delta = sum(len(line) + 1 for line in lines) - layout.gap_cost(left, right)
+    if plan.used + delta > budget:  # the two new gaps only cost more: no need to price them
+        return False
+    delta += layout.gap_cost(left, k) + layout.gap_cost(k, right)
+    if plan.used + delta > budget:
+        return False
+    if commit:
+        chosen.insert(pos, k)
+        plan.lines[k] = lines
+        plan.used += delta
+    return True
+
+
+def _fill(plan: _Plan, order: list[int], budget: int, width: int | None) -> None:
+    """Add optional items in `order`, each at `width`, while they fit."""
+    for k in order:
+        if budget - plan.used < _MIN_FILL:
             break
-        lines = _item_lines(steps, plan.items[k], caps, width)
-        pos = bisect.bisect_left(chosen, k)
-        left = chosen[pos - 1] if pos > 0 else None
-        right = chosen[pos] if pos < len(chosen) else None
-        delta = (
-            sum(len(line) + 1 for line in lines)
-            - layout.gap_cost(left, right)
-            + layout.gap_cost(left, k)
-            + layout.gap_cost(k, right)
-        )
-        if plan.used + delta <= budget:
-            chosen.insert(pos, k)
-            plan.lines[k] = lines
-            plan.used += delta
+        if k not in plan.lines:
+            _try(plan, k, budget, width, commit=True)
 
 
 def _text(plan: _Plan) -> str:
@@ -331,9 +362,7 @@ def _text(plan: _Plan) -> str:
     out: list[str] = []
     bounds: list[int | None] = [None, *plan.chosen, None]
     for left, right in zip(bounds, bounds[1:], strict=False):
-        first = 0 if left is None else plan.items[left].last + 1
-        last = len(layout.steps) - 1 if right is None else plan.items[right].first - 1
-        marker = layout.marker(first, last)
+        marker = layout.marker(left, right)
         if marker:
             out.append(marker)
         if right is not None:
@@ -341,13 +370,19 @@ def _text(plan: _Plan) -> str:
     return "\n".join(out)
 
 
-def render_view(steps: list[TraceStep], caps: TraceCaps | None = None, budget: int | None = None) -> str:
-    """The budgeted view of `steps`: at most `budget` (default `caps.total_chars`) characters."""
+def render_view(
+    steps: list[TraceStep],
+    caps: TraceCaps | None = None,
+    budget: int | None = None,
+    locate: Locator | None = None,
+) -> str:
+    """The budgeted view of `steps`: at most `budget` (default `caps.total_chars`) characters.
+    With `locate`, each gap marker also says where its hidden steps can be read in full."""
     caps = caps or TraceCaps()
     budget = caps.total_chars if budget is None else budget
     if not steps or budget <= 0:
         return ""
-    plan = _plan(steps, caps, budget)
+    plan = _plan(_Trace(steps, caps), budget, locate)
     if plan is not None:
         return _text(plan)
     # Not even one first and one last line fit: a plain cut that says what it dropped.

@@ -1,0 +1,87 @@
+"""The protocol between the trainer and a search strategy, and what a strategy is built with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from skillgrad.backends.base import ChatModel
+from skillgrad.config import Config
+from skillgrad.loop.accounting import Accounting
+from skillgrad.loop.ahead import Ahead
+from skillgrad.loop.checks import CandidateChecks
+from skillgrad.loop.events import Events
+from skillgrad.loop.gate import Gate, ValResults
+from skillgrad.loop.state import TrainState
+from skillgrad.package.doc import PackageDoc
+from skillgrad.run_folder import RunDir
+from skillgrad.skill import Edit, EditOutcome, SkillDoc
+from skillgrad.values import Task
+
+# A candidate as the trainer validates it: the skill, its edits' outcomes, why it may not be validated.
+Proposal = tuple[SkillDoc | PackageDoc, list[EditOutcome], str | None]
+Remaining = list[tuple[int, int, list[Task]]]  # the plan's steps still to run
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """What a strategy may use: the run's config and gate, its folder, progress, paid calls, the
+    optimizer (a merge's analyst) and the checks a candidate passes before it is validated."""
+
+    cfg: Config
+    gate: Gate
+    run: RunDir
+    events: Events
+    accounting: Accounting
+    optimizer: ChatModel | None
+    checks: CandidateChecks
+
+
+class Search(Protocol):
+    """How a run walks the space of skills (`optimizer.search`). Before each step the trainer calls
+    `begin`, which makes the step's parent the state's current skill (text, score, the rejected
+    edits its analysts see); it validates a candidate against that parent with `gate(...)` and
+    hands the decision back (`accept` / `reject`). A strategy keeps everything a resumed run needs
+    in the state (state.json); given the same state it makes the same choices.
+
+    Errors: a strategy raises only what the trainer's own stages raise (BudgetStop, a
+    FatalBackendError, an OSError of the run folder); a model's failed or unusable reply is
+    recorded and its work skipped, never raised."""
+
+    # The next step's parent is this step's candidate when it is accepted (so its rollouts may
+    # start while the candidate validates, `train.overlap`).
+    prefetches: bool
+
+    def begin(self, state: TrainState, step: int, epoch: int) -> None: ...
+
+    def merge(self, state: TrainState, step: int) -> Proposal | None:
+        """A candidate made without rollouts (a lineage merge) to validate in this step, or None:
+        the step makes its candidate from its train batch as usual. May re-point the parent."""
+        ...
+
+    def gate(self, state: TrainState, candidate: str) -> Gate:
+        """The gate `candidate` must pass against the state's current skill (racing's bound too)."""
+        ...
+
+    def accept(
+        self, state: TrainState, step: int, text: str, results: ValResults, applied: list[Edit]
+    ) -> str:
+        """Keep the candidate `text`: a new skill version (written, and the best skill if it is the
+        best); returns the version's name."""
+        ...
+
+    def reject(self, state: TrainState, applied: list[Edit]) -> None: ...
+
+    def stop_reason(
+        self, state: TrainState, incumbent: ValResults, remaining: Remaining, ahead: Ahead | None
+    ) -> tuple[str, str] | None:
+        """(code, sentence) when no remaining step can change the result, else None."""
+        ...
+
+    def tested(self, state: TrainState) -> list[int]:
+        """Versions the final test also runs, reported only (the initial and the best always run)."""
+        ...
+
+    def outcome(self, state: TrainState) -> dict[str, Any]:
+        """What summary.json says of the search (nothing for greedy)."""
+        ...

@@ -1,0 +1,53 @@
+"""The greedy search: one incumbent, replaced by a candidate that passes the configured gate;
+edits of rejected candidates are refused for the rest of the epoch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillgrad.loop.ahead import Ahead
+from skillgrad.loop.gate import Gate, ValResults, mean_of
+from skillgrad.loop.search.base import Proposal, Remaining, SearchContext
+from skillgrad.loop.state import TrainState, version_name
+from skillgrad.loop.stopping import stop_reason
+from skillgrad.skill import Edit
+
+
+class GreedySearch:
+    prefetches = True
+
+    def __init__(self, ctx: SearchContext) -> None:
+        self.ctx = ctx
+
+    def begin(self, state: TrainState, step: int, epoch: int) -> None:
+        if state.rejected_epoch != epoch:
+            state.rejected_edits, state.rejected_epoch = [], epoch
+
+    def merge(self, state: TrainState, step: int) -> Proposal | None:
+        return None
+
+    def gate(self, state: TrainState, candidate: str) -> Gate:
+        return self.ctx.gate
+
+    def accept(
+        self, state: TrainState, step: int, text: str, results: ValResults, applied: list[Edit]
+    ) -> str:
+        best = state.accept(text, mean_of(results), step)
+        self.ctx.run.write_skill(state.version, text)
+        if best:
+            self.ctx.run.write_best_skill(text)
+        return version_name(state.version)
+
+    def reject(self, state: TrainState, applied: list[Edit]) -> None:
+        state.reject(applied)
+
+    def stop_reason(
+        self, state: TrainState, incumbent: ValResults, remaining: Remaining, ahead: Ahead | None
+    ) -> tuple[str, str] | None:
+        return stop_reason(self.ctx.gate, state, incumbent, remaining, ahead)
+
+    def tested(self, state: TrainState) -> list[int]:
+        return []
+
+    def outcome(self, state: TrainState) -> dict[str, Any]:
+        return {}

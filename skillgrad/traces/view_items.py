@@ -1,0 +1,195 @@
+"""The lines a budgeted view is made of: one step, a call with its error, or a collapsed run.
+
+A run of near-identical errors close together (parallel calls failing alike, one command retried)
+becomes one item spanning its calls and errors: its line shows the first member's call and error
+text and counts its members. Anything else inside that span that the view must not lose silently
+(an error of another kind, a user turn, the final answer, the call of such an error) keeps a line
+of its own under the collapsed line, so every error is shown or counted exactly once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from skillgrad.values import TraceStep
+
+_MAX_GAP_BETWEEN_REPEATS = 3  # steps between two repeats of an error that still make one run
+_CALL_LOOKBACK = 40  # how far back a result's call is looked for
+_SIGNATURE_CHARS = 120
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass
+class Item:
+    """One line of the view (with the lines of its inner steps, for a collapsed run)."""
+
+    first: int
+    last: int
+    members: tuple[int, ...] = ()  # the error steps the line stands for (empty: not an error line)
+    call: int | None = None  # the step whose call the line shows before the error
+    error_at: int | None = None  # the step whose error text the line shows
+    distinct_calls: int = 1
+    others: int = 0  # steps inside a collapsed run that no line shows
+    inner: tuple[int, ...] = ()  # steps inside a collapsed run that keep a line of their own
+    needs: tuple[int, ...] = ()  # steps elsewhere (calls of errors here) shown whenever this is
+    signature: str = ""
+    merged_ranges: list[tuple[int, int]] = field(default_factory=list)
+    merged_count: int = 0  # errors of the same kind elsewhere that this line also counts
+    error: bool = field(init=False)  # an error line (it stands for error steps)
+
+    def __post_init__(self) -> None:
+        self.error = bool(self.members)
+
+    @property
+    def count(self) -> int:
+        return len(self.members) + self.merged_count
+
+
+def is_error(step: TraceStep) -> bool:
+    return step.is_error and step.kind != "tool_call"
+
+
+def is_answer(step: TraceStep) -> bool:
+    return step.kind == "text" and step.agent is None and not step.is_error
+
+
+def signature(step: TraceStep) -> str:
+    head = step.text[: _SIGNATURE_CHARS * 3]  # what a signature can use, so a huge text costs nothing
+    text = _DIGITS.sub("#", " ".join(head.lower().split()))[:_SIGNATURE_CHARS]
+    return f"{step.kind}|{step.tool}|{step.agent}|{text}"
+
+
+def call_of(steps: list[TraceStep], index: int) -> int | None:
+    """The tool_call that produced the result at `index`: same ref, else the step just before."""
+    result = steps[index]
+    if result.kind != "tool_result":
+        return None
+    if result.ref is None:
+        before = index - 1
+        return before if before >= 0 and steps[before].kind == "tool_call" else None
+    for j in range(index - 1, max(-1, index - _CALL_LOOKBACK), -1):
+        if steps[j].ref == result.ref and steps[j].kind == "tool_call":
+            return j
+    return None
+
+
+def final_answer_index(steps: list[TraceStep]) -> int | None:
+    answer = next((i for i in range(len(steps) - 1, -1, -1) if is_answer(steps[i])), None)
+    if answer is None and steps and all(s.agent == steps[0].agent for s in steps):
+        # every step is one agent's (a subagent's file on its own): its last text is its answer
+        answer = next(
+            (i for i in range(len(steps) - 1, -1, -1) if steps[i].kind == "text" and not steps[i].is_error),
+            None,
+        )
+    return answer
+
+
+def error_runs(steps: list[TraceStep]) -> list[list[int]]:
+    """Indices of error steps, grouped into runs of near-identical errors close to each other."""
+    runs: list[list[int]] = []
+    last_signature = ""
+    for i, step in enumerate(steps):
+        if not is_error(step):
+            continue
+        mark = signature(step)
+        if runs:
+            prev = runs[-1][-1]
+            between = steps[prev + 1 : i]
+            close = len(between) <= _MAX_GAP_BETWEEN_REPEATS + 1 and not any(
+                s.is_error or s.kind == "user" for s in between
+            )
+            if close and mark == last_signature:
+                runs[-1].append(i)
+                continue
+        runs.append([i])
+        last_signature = mark
+    return runs
+
+
+def _collapsed(steps: list[TraceStep], run: list[int], after: int, keep: int | None) -> Item:
+    """The item of a run of 2+ repeated errors; `after` is the last step an earlier item covers."""
+    first_call = call_of(steps, run[0])
+    start = first_call if first_call is not None and first_call > after else run[0]
+    span = range(start, run[-1] + 1)
+    members = set(run)
+    calls = {c for c in (call_of(steps, i) for i in run) if c is not None}
+    inner: set[int] = set()
+    for i in span:
+        if (
+            i not in members
+            and i not in calls
+            and (steps[i].kind == "user" or is_error(steps[i]) or i == keep)
+        ):
+            inner.add(i)
+    for i in sorted(inner):  # an inner error's call: its own line too when it is in the span
+        call = call_of(steps, i)
+        if call is not None and call in span and call not in calls:
+            inner.add(call)
+    needs = tuple(c for c in (call_of(steps, i) for i in inner) if c is not None and c < start)
+    shown = members | inner | {c for c in calls if c in span}
+    return Item(
+        start,
+        run[-1],
+        members=tuple(run),
+        call=first_call if first_call == start else None,
+        error_at=run[0],
+        distinct_calls=len({steps[c].text for c in calls}) or 1,
+        others=len(span) - len(shown),
+        inner=tuple(sorted(inner)),
+        needs=needs,
+        signature=signature(steps[run[0]]),
+    )
+
+
+def build_items(steps: list[TraceStep]) -> list[Item]:
+    """All steps as items, in order; a run of 2+ repeated errors (with their calls) is one item."""
+    keep = final_answer_index(steps)
+    collapsed: dict[int, Item] = {}
+    covered_until = -1
+    for run in error_runs(steps):
+        if len(run) > 1:
+            item = _collapsed(steps, run, covered_until, keep)
+            collapsed[item.first] = item
+            covered_until = item.last
+    items: list[Item] = []
+    i, n = 0, len(steps)
+    while i < n:
+        if i in collapsed:
+            items.append(collapsed[i])
+            i = collapsed[i].last + 1
+            continue
+        step = steps[i]
+        if is_error(step):
+            call = call_of(steps, i)
+            mark = signature(step)
+            if call == i - 1 and items and items[-1].first == call and items[-1].last == call:
+                items[-1] = Item(call, i, (i,), call=call, error_at=i, signature=mark)  # call -> error
+            else:
+                items.append(
+                    Item(i, i, (i,), error_at=i, needs=(call,) if call is not None else (), signature=mark)
+                )
+        else:
+            items.append(Item(i, i))
+        i += 1
+    return items
+
+
+def merge_errors(items: list[Item]) -> tuple[list[Item], set[int]]:
+    """Errors of one kind across the whole trace become one line on their first item; returns the
+    items and the positions of those merged into another. An item with steps of its own to show
+    (inner lines) is never merged away."""
+    first_of: dict[str, Item] = {}
+    merged: set[int] = set()
+    out: list[Item] = []
+    for index, item in enumerate(items):
+        if item.error and item.signature in first_of and not item.inner:
+            keeper = first_of[item.signature]
+            keeper.merged_ranges.append((item.first, item.last))
+            keeper.merged_count += item.count
+            merged.add(index)
+        elif item.error:
+            item = replace(item, merged_ranges=[], merged_count=0)
+            first_of.setdefault(item.signature, item)
+        out.append(item)
+    return out, merged

@@ -1,0 +1,297 @@
+"""bench/vs_peers.py's helpers: the router (one address, two upstreams, caps, counts), the tables and
+sign test, stored rows and their reuse, the SearchQA context cut, the budget; and skillgrad's side
+of the bench end to end against scripted OpenAI servers behind the router."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai import OpenAI
+
+from tests.fakes.openai_server import Request, ScriptedOpenAI, Text, json_reply, text
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import peers_server as ps  # noqa: E402
+import peers_systems  # noqa: E402
+import peers_tables as pt  # noqa: E402
+import vs_peers  # noqa: E402
+
+pytestmark = pytest.mark.timeout(120)
+
+GOOD_RULE = "Answer with the number alone, in digits."
+
+
+def row(system: str, seed: int, before: float, after: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "benchmark": "bbh_count",
+        "seed": seed,
+        "system": system,
+        "budget": 48,
+        "baseline_val": 0.25,
+        "best_val": 0.5,
+        "test_before": before,
+        "test_after": after,
+        "target_calls": 48,
+        "optimizer_calls": 3,
+        "target_tokens": 9000,
+        "optimizer_tokens": 4000,
+        "wall_s": 200.0,
+        "settings": {"benchmark": "bbh_count", "target_cap": 128},
+        **extra,
+    }
+
+
+def test_usage_tells_test_calls_from_the_search_and_counts_tokens() -> None:
+    calls = [
+        ps.Call("target", 100, 5, "## Question\nHow many apples?"),
+        ps.Call("target", 80, 3, "How many pears?\n\nReply with the answer only."),
+        ps.Call("optimizer", 900, 120, "Analyse these tasks"),
+    ]
+    counted = ps.usage(calls, ["How many pears?", ""])
+    assert counted == {
+        "target_calls": 1,
+        "optimizer_calls": 1,
+        "test_calls": 1,
+        "target_tokens": 105,
+        "optimizer_tokens": 1020,
+        "test_tokens": 83,
+    }
+
+
+def test_caps_take_the_smaller_budget_of_either_field() -> None:
+    assert ps.capped({"max_completion_tokens": 16384, "model": "t"}, 128) == {"model": "t", "max_tokens": 128}
+    assert ps.capped({"max_tokens": 40}, 128)["max_tokens"] == 40
+    assert ps.capped({}, 128)["max_tokens"] == 128
+    parts = {"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"text": "b"}]}]}
+    assert ps.last_user(parts) == "a b"
+    assert ps.last_user({"messages": [{"role": "system", "content": "s"}]}) == ""
+
+
+def test_the_router_serves_both_roles_at_one_address_capped_and_counted() -> None:
+    with (
+        ScriptedOpenAI(lambda r: text("target says 8", 11, 3)) as target,
+        ScriptedOpenAI(lambda r: text("optimizer says add a rule", 50, 7)) as optimizer,
+    ):
+        ports = {"target": int(target.base_url.split(":")[2].split("/")[0])}
+        ports["optimizer"] = int(optimizer.base_url.split(":")[2].split("/")[0])
+        router = ps.Router(ports, {"target": 64, "optimizer": 256}, timeout_s=30)
+        import threading
+
+        threading.Thread(target=router.serve_forever, daemon=True).start()
+        try:
+            client = OpenAI(base_url=router.base_url, api_key="sk-bench", max_retries=0)
+            reply = client.chat.completions.create(
+                model="target",
+                messages=[{"role": "user", "content": "How many?"}],
+                max_completion_tokens=4096,
+            )
+            assert reply.choices[0].message.content == "target says 8"
+            client.chat.completions.create(
+                model="optimizer", messages=[{"role": "user", "content": "Fix it"}]
+            )
+            with pytest.raises(Exception, match="not served here"):
+                client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "x"}])
+            assert [m.id for m in client.models.list()] == ["target", "optimizer"]
+        finally:
+            router.shutdown()
+            router.server_close()
+        assert target.requests[0]["max_tokens"] == 64 and "max_completion_tokens" not in target.requests[0]
+        assert optimizer.requests[0]["max_tokens"] == 256
+    assert router.log.calls == [ps.Call("target", 11, 3, "How many?"), ps.Call("optimizer", 50, 7, "Fix it")]
+
+
+def test_a_request_whose_client_left_is_dropped_not_waited_for() -> None:
+    """A client that times out (SkillOpt's SDK default is 600 s) leaves; the router shuts the
+    upstream connection at once instead of holding it until the reply, and counts no call."""
+    import threading
+    import time
+
+    with ScriptedOpenAI(lambda r: Text("late", usage=(5, 1), delay_s=float(r.user))) as upstream:
+        router = ps.Router({"target": int(upstream.base_url.split(":")[2].split("/")[0])}, {"target": 64}, 30)
+        threading.Thread(target=router.serve_forever, daemon=True).start()
+        try:
+            hasty = OpenAI(base_url=router.base_url, api_key="sk-bench", max_retries=0, timeout=0.5)
+            with pytest.raises(Exception, match="timed out"):
+                hasty.chat.completions.create(model="target", messages=[{"role": "user", "content": "4"}])
+            deadline = time.monotonic() + 3
+            while router.log.abandoned == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert router.log.abandoned == 1 and router.log.calls == []
+            patient = OpenAI(base_url=router.base_url, api_key="sk-bench", max_retries=0, timeout=10)
+            reply = patient.chat.completions.create(
+                model="target", messages=[{"role": "user", "content": "0"}]
+            )
+            assert reply.choices[0].message.content == "late" and len(router.log.calls) == 1
+        finally:
+            router.shutdown()
+            router.server_close()
+
+
+def test_sign_test_and_tables() -> None:
+    assert pt.sign_test([0.1, 0.2, 0.05]) == (3, 0, pytest.approx(0.25))
+    assert pt.sign_test([0.0, 0.0]) == (0, 0, 1.0)
+    up, down, p = pt.sign_test([0.1, -0.1, 0.0, 0.2])
+    assert (up, down) == (2, 1) and p == pytest.approx(1.0)
+    rows = [row("gepa", 0, 0.5, 0.5), row("skillgrad", 1, 0.5, 0.75), row("skillgrad", 0, 0.5, 0.625)]
+    lines = pt.seed_table(rows)
+    assert lines[2].startswith("| bbh_count | 0 | skillgrad | 0.250 | 0.500 | 0.500 -> 0.625 | 48 | 3 |")
+    assert [line.split(" | ")[2] for line in lines[2:]] == ["skillgrad", "gepa", "skillgrad"]
+    summary = pt.summary_table(rows)
+    assert summary[2] == "| bbh_count | skillgrad | 2 | +0.188 | 2 / 0 | 0.500 | 3.0 | 200 |"
+    assert summary[3] == "| bbh_count | gepa | 1 | +0.000 | 0 / 0 | 1.000 | 3.0 | 200 |"
+
+
+def test_rows_are_written_whole_and_reused_only_with_the_same_settings(tmp_path: Path) -> None:
+    stored = tmp_path / "stored"
+    pt.write_row(pt.row_path(stored, "bbh_count", 0, "gepa"), row("gepa", 0, 0.5, 0.5))
+    assert not list(stored.rglob("*.part"))
+    got = pt.read_row(pt.row_path(stored, "bbh_count", 0, "gepa"))
+    assert got is not None and got["test_after"] == 0.5
+    assert pt.read_row(pt.row_path(stored, "bbh_count", 1, "gepa")) is None
+    same = {"benchmark": "bbh_count", "target_cap": 128}
+    assert pt.reuse_problem(got, same, 48) is None
+    assert pt.reuse_problem(got, same, 60) == "budget 48 there, 60 here"
+    assert (
+        pt.reuse_problem(got, {**same, "target_cap": 256}, 48) == "settings.target_cap is 128 there, 256 here"
+    )
+
+    args = argparse.Namespace(out=tmp_path / "new", reuse=stored, systems=["skillgrad"])
+    vs_peers.reuse_rows(args, "bbh_count", 0, same, 48)
+    assert pt.read_row(pt.row_path(args.out, "bbh_count", 0, "gepa")) == got
+    assert pt.read_row(pt.row_path(args.out, "bbh_count", 0, "skillgrad")) is None
+    with pytest.raises(SystemExit, match="bbh_count seed 0 gepa: settings.target_cap"):
+        vs_peers.reuse_rows(argparse.Namespace(**{**vars(args), "out": tmp_path / "n2"}), "bbh_count", 0,
+                            {**same, "target_cap": 256}, 48)  # fmt: skip
+
+
+def test_table_only_prints_the_stored_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for seed, after in ((0, 0.625), (1, 0.75)):
+        pt.write_row(
+            pt.row_path(tmp_path, "bbh_count", seed, "skillgrad"), row("skillgrad", seed, 0.5, after)
+        )
+    assert vs_peers.main(["--table-only", "--out", str(tmp_path), "--benchmarks", "bbh_count"]) == 0
+    printed = capsys.readouterr().out
+    assert "| bbh_count | 1 | skillgrad |" in printed and "| bbh_count | skillgrad | 2 | +0.188 |" in printed
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "t.gguf").write_bytes(b"GGUF")
+    base = ["--data-root", str(tmp_path), "--target-model", str(tmp_path / "t.gguf")]
+    for argv, message in (
+        (
+            [*base, "--optimizer-model", str(tmp_path / "nope.gguf")],
+            "--optimizer-model .*nope.gguf: no such file",
+        ),
+        (
+            [*base, "--optimizer-model", str(tmp_path / "t.gguf"), "--systems", "skillopt"],
+            "needs --skillopt-src",
+        ),
+        (["--target-model", "x.gguf"], "--data-root is needed to run"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            vs_peers.parse_args(argv)
+        assert exit_info.value.code == 2
+        assert re.search(message, capsys.readouterr().err)
+
+
+def test_searchqa_contexts_are_cut_at_a_doc_boundary() -> None:
+    context = "[DOC] one two three [DOC] four five six [DOC] seven"
+    assert vs_peers.cut_context(context, 1000) == context
+    assert vs_peers.cut_context(context, 40) == "[DOC] one two three [DOC] four five six "
+    assert vs_peers.cut_context("no docs at all here", 5) == "no do"
+
+
+def bench_args(tmp_path: Path, **extra: Any) -> argparse.Namespace:
+    models = {name: tmp_path / f"{name}.gguf" for name in ("t", "o")}
+    for path in models.values():
+        path.write_bytes(b"GGUF")
+    values = {
+        "optimizer_cap": 512,
+        "ctx": 4096,
+        "context_chars": 1500,
+        "data_root": tmp_path,
+        "work": tmp_path,
+    }
+    return argparse.Namespace(target_model=models["t"], optimizer_model=models["o"], **{**values, **extra})
+
+
+def count_items(tmp_path: Path) -> Path:
+    fruit = ["apples", "pears", "plums"]
+    items = [{"input": f"I have {n} {fruit[n % 3]}. How many fruits?", "target": str(n)} for n in range(60)]
+    path = tmp_path / "bbh" / "object_counting.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"examples": items}), encoding="utf-8")
+    return path
+
+
+def test_the_budget_and_settings_of_a_benchmark(tmp_path: Path) -> None:
+    args = bench_args(tmp_path)
+    spec = vs_peers.BENCHMARKS["bbh_count"]
+    config = tmp_path / "config.yaml"
+    config.write_text(vs_peers.config_text(spec, count_items(tmp_path), "http://127.0.0.1:1/v1", args))
+    assert vs_peers.search_budget(config, []) == 12 + 2 * (6 + 12)
+    wanted = vs_peers.settings(spec, "bbh_count", args)
+    assert wanted["target_model"] == "t.gguf (4 bytes)" and wanted["context_chars"] is None
+    assert wanted["target_cap"] == spec.target_cap and wanted["test_size"] == 32
+
+
+def world(request: Request):
+    if "You improve a SKILL document" in request.system:
+        edit = {"op": "add", "target": "", "content": GOOD_RULE, "rationale": "answers carry the noun"}
+        return json_reply({"edits": [edit]}, usage=(300, 40))
+    n = request.user.split("I have ")[1].split(" ")[0]
+    return text(n if GOOD_RULE in request.system else f"{n} fruits", 20, 2)
+
+
+def test_skillgrad_side_end_to_end_behind_the_router(tmp_path: Path) -> None:
+    """`skillgrad train` and `eval` through the router: the row's calls are the servers' calls,
+    the search stays within the budget, the test split is touched only by the two evaluations,
+    and a skill already evaluated is not evaluated again."""
+    with ScriptedOpenAI(world) as target, ScriptedOpenAI(world) as optimizer:
+        ports = {
+            r: int(s.base_url.split(":")[2].split("/")[0])
+            for r, s in (("target", target), ("optimizer", optimizer))
+        }
+        router = ps.Router(ports, {"target": 64, "optimizer": 512}, timeout_s=30)
+        import threading
+
+        threading.Thread(target=router.serve_forever, daemon=True).start()
+        try:
+            args = bench_args(tmp_path)
+            spec = vs_peers.BENCHMARKS["bbh_count"]
+            config = tmp_path / "config.yaml"
+            config.write_text(vs_peers.config_text(spec, count_items(tmp_path), router.base_url, args))
+            test = vs_peers.load_benchmark(vs_peers.load_config(config, ["benchmark.seed=0"])).load("test")
+            sr = peers_systems.SeedRun(
+                "bbh_count",
+                0,
+                config,
+                tmp_path / "work",
+                router.log,
+                router.base_url,
+                48,
+                64,
+                (),
+                tuple(test),
+            )
+            result = peers_systems.run_skillgrad(sr)
+            again = peers_systems.test_pair(sr, result["best_skill"])
+        finally:
+            router.shutdown()
+            router.server_close()
+    assert result["baseline_val"] == 0.0 and result["best_val"] == 1.0
+    assert (result["test_before"], result["test_after"]) == (0.0, 1.0)
+    assert GOOD_RULE in result["best_skill"]
+    assert result["optimizer_calls"] == len(optimizer.requests) >= 1
+    assert result["target_calls"] + result["test_calls"] == len(target.requests)
+    assert 12 + 6 + 12 <= result["target_calls"] <= sr.budget
+    assert result["test_calls"] == 2 * 32
+    assert again[:2] == (0.0, 1.0) and again[3]["test_calls"] == 0  # nothing evaluated twice
+    assert result["target_tokens"] == 22 * result["target_calls"]

@@ -41,14 +41,18 @@ class FatalBackendError(BackendError):
 
 
 def describe_validation(exc: Any) -> str:
-    """A pydantic `ValidationError` as one line: where, what, and the value found (shortened)."""
+    """A pydantic `ValidationError` as one line: where, what, and the value found (shortened; not
+    for a whole object or list that a check across its parts refused: the message says what)."""
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"])
-    found = repr(err.get("input"))
+    value = err.get("input")
+    found = repr(value)
     found = found if len(found) <= 60 else f"{found[:57]}..."
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     if err["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
         return f"{where}: unknown key{more}"
+    if err["type"] == "value_error" and isinstance(value, dict | list):
+        return f"{where + ': ' if where else ''}{err['msg']}{more}"
     return f"{where + ': ' if where else ''}{err['msg']}, got {found}{more}"
 
 

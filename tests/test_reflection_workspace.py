@@ -566,8 +566,11 @@ def test_the_report_shows_what_each_reflection_opened(tmp_path: Path) -> None:
     (folder / "mb_00.json").write_text(json.dumps(record))
     (folder / "mb_01.json").write_text("{torn")
     (folder / "planted.json").write_text(json.dumps(record))
-    rows = reflection_rows(tmp_path)
+    warnings: list[str] = []
+    rows = reflection_rows(tmp_path, warnings)
     assert [r.name for r in rows] == ["mb_00"]
+    assert warnings == [f"{folder / 'mb_01.json'}: not valid UTF-8 JSON (Expecting property name enclosed in "
+                        "double quotes: line 1 column 2 (char 1)); skipped in the report"]  # fmt: skip
     found = rows[0].opened
     assert found[0].what == "search `x` in .: tasks/01/trace_full.txt line(s) 7"
     assert found[1].what == "tasks/01/trace_full.txt lines 5-8" and [n for n, _ in found[1].excerpt] == [

@@ -127,6 +127,13 @@ def _damage(run: Path) -> dict[str, Path]:
         .replace(lines[0], json.dumps({**first, "edits": [{}]}))
     )
     damaged["history"] = run / "history.jsonl"
+    # a frontier run's pool whose member names a parent that is not in it; a torn reflection record
+    damaged["pool"] = run / "state.json"
+    member = {"version": 0, "parents": [3], "text": "", "results": {"q01": [1.0]}}
+    damaged["pool"].write_text(json.dumps({"step": 1, "pool": {"members": [member]}}), encoding="utf-8")
+    damaged["reflection"] = run / "steps/0001/reflections/mb_00.json"
+    damaged["reflection"].parent.mkdir(parents=True, exist_ok=True)
+    damaged["reflection"].write_text('{"minibatch": 0, "edits": [', encoding="utf-8")
     return damaged
 
 

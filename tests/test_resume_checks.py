@@ -166,6 +166,82 @@ def test_the_undamaged_run_resumes(tmp_path: Path, stopped_run: tuple[Path, Worl
     assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["stopped"] != "budget"
 
 
+# -- a frontier run's pool (optimizer.search: frontier) is part of state.json ------------------
+
+
+@pytest.fixture(scope="module")
+def stopped_frontier_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, World, ScriptedOpenAI]]:
+    """A frontier run the call budget stopped after its first accepted step (a pool of two)."""
+    world, root = World(), tmp_path_factory.mktemp("frontier")
+    with ScriptedOpenAI(world) as server:
+        cfg, out = config(root, server, "a"), root / "run"
+        proc = _cli("train", "--config", str(cfg), "--out", str(out),
+                    "--set", "budget.max_calls=14", "--set", "optimizer.search=frontier")  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        state = json.loads((out / "state.json").read_text(encoding="utf-8"))
+        assert len(state["pool"]["members"]) >= 2 and state["best_version"] >= 1
+        yield out, world, server
+
+
+def _pool(change: Callable[[dict], object]) -> Damage:
+    return _json_edit("state.json", lambda d: change(d["pool"]))
+
+
+def _member(index: int, **values: object) -> Damage:
+    return _pool(lambda pool: pool["members"][index].update(values))
+
+
+POOL_DAMAGE: dict[str, tuple[Damage, str]] = {
+    "pool not an object": (_state(pool="frontier"), "pool: Input should be a valid dictionary"),
+    "pool empty": (_pool(lambda pool: pool.update(members=[])), "pool.members: List should have at least 1"),
+    "member unknown key": (_member(0, surprise=1), "pool.members.0.surprise: unknown key"),
+    "member score not a number": (_member(1, results={"x": ["high"]}), "pool.members.1.results"),
+    "member parent not earlier": (_member(1, parents=[9]), "parent v9 is not an earlier member"),
+    "member edit not an edit": (_member(1, edits=[{"op": "explode"}]), "unknown edit op"),
+    "member past the version": (_member(-1, version=99), "pool member v99 is past the current version"),
+    "best not a member": (
+        _pool(lambda pool: pool.update(members=pool["members"][:1])),
+        "is not a member of the pool",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOL_DAMAGE))
+def test_a_damaged_pool_is_named_in_one_line_and_nothing_changes(
+    tmp_path: Path, stopped_frontier_run: tuple[Path, World, ScriptedOpenAI], name: str
+) -> None:
+    source, world, _ = stopped_frontier_run
+    damage, says = POOL_DAMAGE[name]
+    out = tmp_path / "run"
+    shutil.copytree(source, out)
+    damage(out)
+    before, asked = _files(out), len(world.answered)
+    proc = _cli("train", "--resume", str(out), "--set", "budget.max_calls=1000")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    line = proc.stderr.strip()
+    assert f"{out / 'state.json'}: " in line and says in line and "start a new run with" in line, line
+    assert len(world.answered) == asked and _files(out) == before
+
+
+def test_the_undamaged_frontier_run_resumes_with_its_pool(
+    tmp_path: Path, stopped_frontier_run: tuple[Path, World, ScriptedOpenAI]
+) -> None:
+    source, world, _ = stopped_frontier_run
+    out = tmp_path / "run"
+    shutil.copytree(source, out)
+    members = len(json.loads((out / "state.json").read_text(encoding="utf-8"))["pool"]["members"])
+    asked = len(world.answered)
+    proc = _cli("train", "--resume", str(out), "--set", "budget.max_calls=1000")
+    assert proc.returncode == 0, proc.stderr
+    assert len(world.answered) > asked
+    state = json.loads((out / "state.json").read_text(encoding="utf-8"))
+    assert len(state["pool"]["members"]) >= members  # the pool went on from where it was
+    assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["search"]["strategy"] == "frontier"
+
+
 # -- defect 5: a Claude Code run resumed without the key its config file gave ------------------
 
 

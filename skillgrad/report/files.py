@@ -95,9 +95,10 @@ def _clip_strings(value: Any) -> Any:
     return value
 
 
-def read_json(path: Path, notes: Notes, default: Any = None) -> Any:
-    """The parsed document (its long strings kept as Partial text); `default` when the file is
-    absent, damaged (a warning) or over JSON_LIMIT (a note)."""
+def read_json(path: Path, notes: Notes, default: Any = None, *, clip: bool = True) -> Any:
+    """The parsed document (its long strings kept as Partial text, unless not `clip`: a document
+    the report validates whole); `default` when the file is absent, damaged (a warning) or over
+    JSON_LIMIT (a note)."""
     if not plain_file(path):
         return default
     try:
@@ -114,7 +115,7 @@ def read_json(path: Path, notes: Notes, default: Any = None) -> Any:
     except OSError as exc:
         notes.damaged(path, f"cannot be read ({exc.strerror})")
         return default
-    return _clip_strings(data)
+    return _clip_strings(data) if clip else data
 
 
 def read_object(path: Path, notes: Notes) -> dict[str, Any]:

@@ -79,10 +79,10 @@ def write_report(
     if len(run_dirs) not in (1, 2):
         raise UserError(f"report takes one run folder or two to compare, got {len(run_dirs)}")
     runs = [load_run(Path(p)) for p in run_dirs]
+    html = render_report(runs)  # its sections may skip more damaged files: warnings come after
     for warning in (w for run in runs for w in run.warnings):
         if on_warning is not None:
             on_warning(warning)
-    html = render_report(runs)
     if out is None:
         out = Path(run_dirs[0]) / ("report.html" if len(run_dirs) == 1 else "compare.html")
     try:

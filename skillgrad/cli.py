@@ -235,7 +235,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     text = show_trace(session, cfg.trace, show)
     if args.json:  # the other modes say it in their header
         for warning in session.warnings:
-            print(f"skillgrad trace: warning: {warning}", file=sys.stderr)
+            print_warning(warning)
     # An output encoding that cannot show a character (cp1252, ascii) gets a replacement, not a crash.
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")

@@ -121,3 +121,32 @@ def test_the_plan_of_a_billion_epochs_is_made_as_its_steps_are_asked_for() -> No
     assert plan.first_after(3 * 10**9) == len(plan) and plan.first_after(2) == 2
     one = make_plan(tasks, TrainConfig(epochs=2, batch_size=4, seed=7))
     assert [b for _, _, b in one] == [b for _, _, b in list(one)[:3]] + [b for _, _, b in one[3:]]
+
+
+def test_the_tasks_left_in_a_billion_epochs_are_read_as_far_as_they_differ() -> None:
+    from skillgrad.config import TrainConfig
+    from skillgrad.loop.stopping import remaining_tasks
+
+    tasks = [Task(f"t{i}", f"q{i}") for i in range(10)]
+    plan = make_plan(tasks, TrainConfig(epochs=10**9, batch_size=4))
+    assert remaining_tasks(plan[2:]) == {t.id for t in tasks}  # step 3 on: every task comes again
+    last = plan[-1]
+    assert remaining_tasks(plan[-1:]) == {t.id for t in last[2]}
+
+
+@pytest.mark.parametrize("search", ["greedy", "frontier"])
+def test_a_billion_epochs_train_until_the_budget_stops_them(tmp_path: Path, search: str) -> None:
+    """After the baseline, each step's stop check reads what remains of the plan: bounded for
+    either search (the budget, not the epochs, ends the run)."""
+    from tests.fakes.openai_server import ScriptedOpenAI as Server
+    from tests.test_resume import World, config
+
+    with Server(World()) as server:
+        cfg = config(tmp_path, server, "a")
+        finished, code, stderr = _train_in_thread(
+            ["--config", str(cfg), "--out", str(tmp_path / "run"), "--set", "train.epochs=1000000000",
+             "--set", f"optimizer.search={search}", "--set", "budget.max_calls=14"]
+        )  # fmt: skip
+    assert finished and code == 0, stderr
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["stopped"] == "budget" and summary["steps"] >= 1

@@ -14,16 +14,29 @@ from collections.abc import Iterable
 
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.gate import Gate, ValResults
+from skillgrad.loop.plan import PlanStep
 from skillgrad.loop.state import TrainState
 from skillgrad.skill import SkillDoc
-from skillgrad.values import Task
+
+
+def remaining_tasks(remaining: Iterable[PlanStep]) -> set[str]:
+    """The ids of the train tasks the remaining steps run. Read up to the end of the epoch after
+    the first one: every later epoch holds the same tasks, so this is bounded however many remain."""
+    tasks: set[str] = set()
+    first_epoch: int | None = None
+    for _, epoch, batch in remaining:
+        first_epoch = epoch if first_epoch is None else first_epoch
+        if epoch > first_epoch + 1:
+            break
+        tasks.update(task.id for task in batch)
+    return tasks
 
 
 def stop_reason(
     gate: Gate,
     state: TrainState,
     incumbent: ValResults,
-    remaining: Iterable[tuple[int, int, list[Task]]],
+    remaining: Iterable[PlanStep],
     ahead: Ahead | None,
 ) -> tuple[str, str] | None:
     """(code, sentence) when the run should stop before the first of `remaining`, else None."""

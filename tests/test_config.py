@@ -146,6 +146,7 @@ def _data_fixture(name: str, folder: Path) -> Path:
     n = range(300)
     rows = {
         "qa.yaml": [{"id": f"q{i}", "question": f"Q{i}?", "answers": [f"a{i}"]} for i in n],
+        "bbh.yaml": [{"input": f"How many legs have {i} birds?", "target": str(2 * i)} for i in n],
         "searchqa.yaml": [{"id": f"s{i}", "question": f"Q{i}?", "context": "c", "answers": ["a"]} for i in n],
         "gsm8k.yaml": [
             {"question": f"What is {i}+1?", "answer": f"{i}+1 = {i + 1}\n#### {i + 1}"} for i in n

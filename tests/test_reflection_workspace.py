@@ -561,8 +561,12 @@ def test_the_report_shows_what_each_reflection_opened(tmp_path: Path) -> None:
             {"tool": "Grep", "pattern": "x", "in": ".", "hits": [{"path": trace, "lines": [7]}]},
             {"tool": "Read", "path": trace, "lines": [5, 8]},
             {"tool": "Read", "path": "../../../../etc/passwd", "lines": [1, 3]},
+            {"tool": "Read", "path": "tasks/01/answer.txt", "lines": [1, 2]},
+            {"tool": "Read", "path": trace, "lines": ["5", None]},  # not the trainer's record
         ],
     }  # fmt: skip
+    # a 12 MB reply on one line, then a short one: each shown in part, the next line still found
+    (folder / "mb_00" / "tasks" / "01" / "answer.txt").write_text("y" * 12_000_000 + "\nsecond\n")
     (folder / "mb_00.json").write_text(json.dumps(record))
     (folder / "mb_01.json").write_text("{torn")
     (folder / "planted.json").write_text(json.dumps(record))
@@ -580,3 +584,5 @@ def test_the_report_shows_what_each_reflection_opened(tmp_path: Path) -> None:
         8,
     ]
     assert found[1].excerpt[0][1] == "5. [text] line 5" and found[2].excerpt == []  # never outside the folder
+    assert found[3].excerpt == [(1, "y" * 300 + "…"), (2, "second")]
+    assert found[4].excerpt == [] and found[4].what == f"{trace} lines 5-None"

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from skillgrad.report.files import Notes, plain_file, read_object
 from skillgrad.run_folder import RunFiles
@@ -22,6 +23,7 @@ from skillgrad.run_folder import RunFiles
 _RECORD = re.compile(r"^mb_\d+(_p\d+)?(_reask)?\.json$")
 EXCERPT_LINES = 40  # of one range read, shown in the report
 LINE_CHARS = 300
+_SKIP_CHARS = 1024 * 1024  # read at a time past the end of a long line
 
 
 @dataclass
@@ -54,18 +56,27 @@ def _inside(root: Path, rel: str) -> Path | None:
     return path if plain_file(path) else None
 
 
-def _excerpt(workspace: Path, rel: str, lines: list[int]) -> list[tuple[int, str]]:
+def _clipped_lines(handle: TextIO) -> Iterator[str]:
+    """Each line's first LINE_CHARS + 1 characters; the rest of a longer line is read past in
+    chunks, so a file of one huge line costs no more memory than a short one."""
+    while line := handle.readline(LINE_CHARS + 1):
+        rest = line
+        while not rest.endswith("\n") and (rest := handle.readline(_SKIP_CHARS)):
+            pass
+        yield line.rstrip("\n")
+
+
+def _excerpt(workspace: Path, rel: str, lines: list[Any]) -> list[tuple[int, str]]:
     path = _inside(workspace, rel)
-    if path is None or len(lines) != 2:
-        return []
-    start, end = int(lines[0]), min(int(lines[1]), int(lines[0]) + EXCERPT_LINES - 1)
+    if path is None or len(lines) != 2 or not all(type(n) is int for n in lines):
+        return []  # a record the trainer did not write: nothing to show
+    start, end = lines[0], min(lines[1], lines[0] + EXCERPT_LINES - 1)
     out = []
     with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
+        for number, text in enumerate(_clipped_lines(handle), 1):
             if number > end:
                 break
             if number >= start:
-                text = line.rstrip("\n")
                 out.append((number, text if len(text) <= LINE_CHARS else text[:LINE_CHARS] + "…"))
     return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,14 @@ from skillgrad.session.build import (
     read_skill,
     redactor_for,
 )
-from skillgrad.session.resume import check_same_config, earlier_sessions, finished_summary, load_checkpoint
+from skillgrad.session.resume import (
+    check_credentials,
+    check_resumable,
+    check_same_config,
+    earlier_sessions,
+    finished_summary,
+    load_checkpoint,
+)
 
 
 def disk_error(exc: OSError) -> str:
@@ -103,6 +111,8 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
                 print(f"{out}: this run is finished, nothing to resume (nothing is spent or changed)")
                 print(final_line(done, out))
             return 0
+        check_credentials(out, cfg, os.environ)  # said once, before anything runs or changes
+        check_resumable(out)
     if not resume and out is not None:
         out = fresh_out(out)
     skill = initial_skill(cfg)
@@ -174,7 +184,7 @@ def _train(
 
 
 def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use_cache: bool = True) -> int:
-    skill = read_skill(skill_path)
+    skill = read_skill(skill_path, "--skill")
     benchmark = checked_benchmark(cfg, (split,))
     out = fresh_out(out) if out is not None else None
     with open_executor(cfg) as executor:

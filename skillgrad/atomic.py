@@ -132,10 +132,11 @@ def _parse_line(raw: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def read_jsonl_repairing(path: Path) -> list[dict[str, Any]]:
+def read_jsonl_repairing(path: Path, *, repair: bool = True) -> list[dict[str, Any]]:
     """Read a JSONL file of objects. A damaged LAST line (torn by a crash: no newline, or bytes
     that do not parse) is dropped and the file truncated to the last complete line. Damage
-    anywhere else is not a crash artifact: UserError naming the file and line."""
+    anywhere else is not a crash artifact: UserError naming the file and line. `repair=False`
+    reads the same records and leaves the file as it is (a check before anything changes)."""
     path = Path(path)
     if not path.exists():
         return []
@@ -157,6 +158,8 @@ def read_jsonl_repairing(path: Path) -> list[dict[str, Any]]:
                     f"{path}: line {number} is not a JSON object; the run folder is damaged "
                     "beyond a crash's torn last line: restore it or start a new run with --out"
                 )
+            if not repair:
+                return records
             with open(path, "r+b") as handle:
                 handle.truncate(offset)
                 handle.flush()
@@ -164,7 +167,7 @@ def read_jsonl_repairing(path: Path) -> list[dict[str, Any]]:
             return records
         records.append(record)
         offset += len(raw) + 1
-    if data and not data.endswith(b"\n"):
+    if data and not data.endswith(b"\n") and repair:
         with open(path, "ab") as handle:  # a complete but unterminated last line: terminate it
             handle.write(b"\n")
             handle.flush()

@@ -23,26 +23,36 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field, NonNegativeInt, TypeAdapter, ValidationError
 
 from skillgrad.atomic import append_jsonl, fsync_file, read_jsonl_repairing
 from skillgrad.config import BudgetConfig
+from skillgrad.errors import describe_validation
 from skillgrad.values import Usage
 
 RECOVERED_STAGE = "before_crash"
+Dollars = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+
+
+class LedgerFileError(ValueError):
+    """A ledger (in state.json) or paid journal that no run wrote; the message says what (one line)."""
 
 
 @dataclass
 class Bucket:
     """Accumulated usage of one role, stage or the whole run (mutable; guarded by the Ledger)."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    calls: int = 0
-    known_usd: float = 0.0
-    unknown_cost_calls: int = 0
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    input_tokens: NonNegativeInt = 0
+    output_tokens: NonNegativeInt = 0
+    calls: NonNegativeInt = 0
+    known_usd: Dollars = 0.0
+    unknown_cost_calls: NonNegativeInt = 0
 
     def add(self, usage: Usage) -> None:
         self.input_tokens += usage.input_tokens
@@ -87,6 +97,53 @@ def _copy(bucket: Bucket) -> Bucket:
     return dataclasses.replace(bucket)
 
 
+@dataclass
+class LedgerRecord:
+    """The ledger as a checkpoint holds it (`Ledger.to_json`), typed: what resume reads."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    journal_mark: NonNegativeInt | None = None
+    total: Bucket = field(default_factory=Bucket)
+    saved: Bucket = field(default_factory=Bucket)
+    by_role: dict[str, Bucket] = field(default_factory=dict)
+    by_stage: dict[str, Bucket] = field(default_factory=dict)
+    by_role_stage: dict[str, Bucket] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PaidUsage:
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    input_tokens: NonNegativeInt = 0
+    output_tokens: NonNegativeInt = 0
+    calls: NonNegativeInt = 0
+    cost_usd: Dollars | None = None
+
+
+@dataclass(frozen=True)
+class PaidEntry:
+    """One line of the paid journal, typed."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    role: str
+    stage: str | None
+    usage: PaidUsage
+
+
+_LEDGER = TypeAdapter(LedgerRecord)
+_ENTRY = TypeAdapter(PaidEntry)
+
+
+def ledger_record(data: Any) -> LedgerRecord:
+    """A checkpoint's ledger, validated; LedgerFileError saying what is wrong."""
+    try:
+        return _LEDGER.validate_python(data)
+    except ValidationError as exc:
+        raise LedgerFileError(f"ledger.{describe_validation(exc)}") from None
+
+
 class PaidJournal:
     """Append-only record of every paid call, written as it returns (see the module docstring).
     Thread safe; the file is created on the first paid call."""
@@ -115,6 +172,18 @@ class PaidJournal:
     def count(self) -> int:
         with self._lock:
             return self._count()
+
+    def check(self) -> int:
+        """The number of paid calls the journal holds, each line validated, the file left as it
+        is (a torn last line is a crash's and is dropped when the run resumes); LedgerFileError
+        (or UserError for a line that is not JSON) naming the line."""
+        rows = read_jsonl_repairing(self.path, repair=False) if self.path.exists() else []
+        for number, row in enumerate(rows, 1):
+            try:
+                _ENTRY.validate_python(row)
+            except ValidationError as exc:
+                raise LedgerFileError(f"line {number}: {describe_validation(exc)}") from None
+        return len(rows)
 
     def entries_after(self, mark: int) -> list[tuple[str, Usage]]:
         """(role, usage) of the lines after the first `mark` ones."""
@@ -193,13 +262,6 @@ class Ledger:
     def exceeded(self) -> bool:
         return self.check() is not None
 
-    def calls_left(self) -> int | None:
-        """Calls still allowed under `max_calls` (None: uncapped). The trainer launches at most this
-        many concurrent rollouts, so concurrency cannot overshoot the call cap."""
-        if self.budget.max_calls is None:
-            return None
-        return max(self.budget.max_calls - self.total().calls, 0)
-
     def paid_calls(self) -> dict[str, Any]:
         """Paid calls: total, by role, and by role and stage (`role/stage`)."""
         with self._lock:
@@ -235,13 +297,11 @@ class Ledger:
         cls, data: dict[str, Any], budget: BudgetConfig | None = None, journal: PaidJournal | None = None
     ) -> Ledger:
         """Restore a ledger written by `to_json` (caps come from the current config) and add the
-        journal's calls it never saw."""
+        journal's calls it never saw; LedgerFileError for data `to_json` cannot have written."""
+        record = ledger_record(data)
         ledger = cls(budget, journal)
-        ledger._total = Bucket.from_json(data.get("total", {}))
-        ledger._saved = Bucket.from_json(data.get("saved", {}))
-        ledger._roles = {k: Bucket.from_json(v) for k, v in data.get("by_role", {}).items()}
-        ledger._stages = {k: Bucket.from_json(v) for k, v in data.get("by_stage", {}).items()}
-        ledger._role_stages = {k: Bucket.from_json(v) for k, v in data.get("by_role_stage", {}).items()}
-        mark = data.get("journal_mark")
-        ledger.recover(mark if isinstance(mark, int) else 0)
+        ledger._total, ledger._saved = record.total, record.saved
+        ledger._roles, ledger._stages = record.by_role, record.by_stage
+        ledger._role_stages = record.by_role_stage
+        ledger.recover(record.journal_mark or 0)
         return ledger

@@ -15,10 +15,11 @@ from pathlib import Path
 from skillgrad import __version__
 from skillgrad.backend_specs import backend_names
 from skillgrad.config import Config, load_config
-from skillgrad.errors import UserError
+from skillgrad.errors import UserError, print_warning
+from skillgrad.session.paths import check_input, check_out_file, check_out_folder, check_run_folder
 
 
-def _role_flags(parser: argparse.ArgumentParser) -> None:
+def _config_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", "-c", help="YAML config file")
     parser.add_argument(
         "--set",
@@ -28,6 +29,10 @@ def _role_flags(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override any config key, e.g. --set train.epochs=1 (repeatable)",
     )
+
+
+def _role_flags(parser: argparse.ArgumentParser) -> None:
+    _config_flags(parser)
     for flag in ("backend", "optimizer-backend", "target-backend"):
         dest = flag.replace("-", "_")
         names = [f"--{flag}"] + ([f"--{dest}"] if dest != flag else [])
@@ -43,7 +48,9 @@ def _role_flags(parser: argparse.ArgumentParser) -> None:
 def _benchmark_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--benchmark", metavar="NAME", help="shorthand for --set benchmark.name=NAME")
     parser.add_argument(
-        "--data", metavar="FILE", help="shorthand for --set benchmark.data=FILE (relative to this folder)"
+        "--data",
+        metavar="PATH",
+        help="shorthand for --set benchmark.data=PATH, a data file or folder (relative to this folder)",
     )
 
 
@@ -59,7 +66,9 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     if getattr(args, "executor", None):
         extra.append(f"train.executor={args.executor}")
     if getattr(args, "data", None):
-        extra.append(f"benchmark.data={Path(args.data).expanduser().resolve()}")
+        data = Path(args.data).expanduser()
+        check_input("--data", data)
+        extra.append(f"benchmark.data={data.resolve()}")
     return [*args.overrides, *extra]
 
 
@@ -81,13 +90,15 @@ def _session_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     shown.add_argument("--budget", type=int, metavar="N", help="the optimizer's view at N characters")
     shown.add_argument("--full", action="store_true", help="every step, uncapped")
     shown.add_argument("--json", action="store_true", help="the steps as JSON lines")
-    _role_flags(trace)
+    _config_flags(trace)  # the view's caps are the config's `trace.*` keys; no backend runs
 
-    harvest = sub.add_parser("harvest", help="mine your Claude Code sessions into a task set (tasks.jsonl)")
+    what = "mine your Claude Code or Codex sessions into a task set (tasks.jsonl)"
+    harvest = sub.add_parser("harvest", help=what, description=f"{what[0].upper()}{what[1:]}.")
     harvest.add_argument(
         "--from",
         dest="source",
-        help="~/.claude/projects/<project> or a session file (default: this folder's project)",
+        help="~/.claude/projects/<project>, ~/.codex/sessions, or one session file "
+        "(default: this folder's Claude Code project)",
     )
     harvest.add_argument("--since", metavar="YYYY-MM-DD", help="only sessions modified on or after this day")
     harvest.add_argument("--out", required=True, help="the task set to write (JSONL)")
@@ -132,7 +143,9 @@ def _parser() -> argparse.ArgumentParser:
     _role_flags(ev)
     _benchmark_flags(ev)
     _executor_flag(ev)
-    ev.add_argument("--skill", required=True, help="the skill markdown file to score")
+    ev.add_argument(
+        "--skill", required=True, help="the skill to score: a SKILL.md file or a skill package folder"
+    )
     ev.add_argument("--split", default="test", help="train | val | test (default: test)")
     ev.add_argument("--out", help="output folder (default: runs/<time>-eval-<benchmark>)")
     ev.add_argument("--no-cache", action="store_true", help="do not answer calls from the call cache")
@@ -160,14 +173,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _roles(args: argparse.Namespace) -> dict[str, str | None]:
+    """The role flags given (a command without them, as `trace`, gives none)."""
+    names = ("backend", "optimizer_backend", "target_backend")
+    return {name: getattr(args, name, None) for name in names}
+
+
 def _load(args: argparse.Namespace) -> Config:
-    return load_config(
-        args.config,
-        _overrides(args),
-        backend=args.backend,
-        optimizer_backend=args.optimizer_backend,
-        target_backend=args.target_backend,
-    )
+    return load_config(args.config, _overrides(args), **_roles(args))
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -186,14 +199,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise UserError(f"--out {args.out} and --resume {args.resume} differ; pass only --resume OUT")
+    if args.resume:
+        check_run_folder("--resume", Path(args.resume))
+    elif args.out and not args.estimate:
+        check_out_folder("--out", Path(args.out))
     if args.resume and not args.config:
-        cfg = stored_config(
-            Path(args.resume),
-            _overrides(args),
-            backend=args.backend,
-            optimizer_backend=args.optimizer_backend,
-            target_backend=args.target_backend,
-        )
+        cfg = stored_config(Path(args.resume), _overrides(args), **_roles(args))
     else:
         cfg = _load(args)
     if args.estimate:
@@ -205,7 +216,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from skillgrad.session.commands import evaluate
 
+    check_input("--skill", Path(args.skill))
     out = Path(args.out) if args.out else None
+    if out is not None:
+        check_out_folder("--out", out)
     return evaluate(_load(args), Path(args.skill), args.split, out, use_cache=not args.no_cache)
 
 
@@ -221,7 +235,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     text = show_trace(session, cfg.trace, show)
     if args.json:  # the other modes say it in their header
         for warning in session.warnings:
-            print(f"skillgrad trace: warning: {warning}", file=sys.stderr)
+            print_warning(warning)
     # An output encoding that cannot show a character (cp1252, ascii) gets a replacement, not a crash.
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(errors="replace")
@@ -234,6 +248,9 @@ def cmd_harvest(args: argparse.Namespace) -> int:
     from skillgrad.harvest.sessions import parse_since
 
     since = parse_since(args.since)
+    check_out_file("--out", Path(args.out), "tasks.jsonl")
+    if args.source:
+        check_input("--from", Path(args.source).expanduser())
     source = Path(args.source).expanduser() if args.source else default_source(Path.cwd(), Path.home())
     summary = harvest(source, since, Path(args.out), harvest_redactor())
     print("\n".join(summary.lines(Path(args.out))))
@@ -277,7 +294,10 @@ def cmd_adopt(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from skillgrad.report import write_report
 
-    path = write_report([Path(r) for r in args.runs], Path(args.out) if args.out else None)
+    if args.out:
+        check_out_file("--out", Path(args.out), "report.html")
+    out = Path(args.out) if args.out else None
+    path = write_report([Path(r) for r in args.runs], out, on_warning=print_warning)
     print(path)
     return 0
 

@@ -7,6 +7,9 @@ file / key / value and say what to do.
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 
 class UserError(Exception):
     """A mistake in the user's input; shown as one line, exit code 2, no traceback."""
@@ -35,3 +38,25 @@ class FatalBackendError(BackendError):
     quota or credit. Raised by every backend, for either role, on the first such answer; it is not
     one task's failure, so agents and the trainer let it through and the run stops at once (summary
     `stopped: error`, one line naming the key to fix, exit code 2)."""
+
+
+def describe_validation(exc: Any) -> str:
+    """A pydantic `ValidationError` as one line: where, what, and the value found (shortened; not
+    for a whole object or list that a check across its parts refused: the message says what)."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    value = err.get("input")
+    found = repr(value)
+    found = found if len(found) <= 60 else f"{found[:57]}..."
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    if err["type"] in ("unexpected_keyword_argument", "extra_forbidden"):
+        return f"{where}: unknown key{more}"
+    if err["type"] == "value_error" and isinstance(value, dict | list):
+        return f"{where + ': ' if where else ''}{err['msg']}{more}"
+    return f"{where + ': ' if where else ''}{err['msg']}, got {found}{more}"
+
+
+def print_warning(line: str) -> None:
+    """The one spelling of a warning: something was left out or switched off, and the command
+    goes on (exit 0). `line` names what and why."""
+    print(f"skillgrad: warning: {line}", file=sys.stderr, flush=True)

@@ -189,10 +189,6 @@ class Redactor:
             found.extend(url_credentials(value))  # HTTPS_PROXY=http://user:pass@proxy, DATABASE_URL
         return cls(found)
 
-    def with_values(self, values: Iterable[str]) -> Redactor:
-        """A new Redactor that also hides `values` (e.g. a token obtained at run time)."""
-        return Redactor([*self._secrets, *values])
-
     @property
     def count(self) -> int:
         """How many distinct secret values are hidden (never the values themselves)."""

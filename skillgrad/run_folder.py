@@ -9,11 +9,13 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, StringConstraints, TypeAdapter, ValidationError
 
 from skillgrad.atomic import append_jsonl, read_jsonl_repairing, write_json_atomic, write_text_atomic
 from skillgrad.benchmarks.splits import safe_task_id
-from skillgrad.errors import UserError
+from skillgrad.errors import UserError, describe_validation
 from skillgrad.package.folder import read_skill_at, write_package
 from skillgrad.package.model import as_package
 from skillgrad.redact import Redactor
@@ -24,7 +26,7 @@ from skillgrad.values import Rollout, Task
 
 
 class RunFiles:
-    """The names in a run folder (DESIGN.md's layout). Skills are `<name>.md`, or a folder
+    """The names in a run folder (the README's tour). Skills are `<name>.md`, or a folder
     `<name>/` for a skill package."""
 
     CONFIG = "config.json"  # the resolved config, secrets redacted
@@ -63,6 +65,30 @@ TRACE_FILE = RunFiles.CLAUDE_TRACE
 MAX_KEPT_FILE_BYTES = 8 * 1024 * 1024
 
 
+def _folder_name(name: str) -> str:
+    if name in (".", "..") or "/" in name or "\x00" in name:
+        raise ValueError("not a task folder's name")
+    return name
+
+
+# A task folder's name as a set's index lists it: one path component, never "." or "..".
+TaskFolderName = Annotated[str, StringConstraints(min_length=1), AfterValidator(_folder_name)]
+_TASK_INDEX = TypeAdapter(list[TaskFolderName])
+
+
+def task_index_path(folder: Path) -> Path:
+    """Where the trainer lists the task folders of the rollout set in `folder`."""
+    return folder.with_name(f"{folder.name}{RunFiles.TASK_INDEX}")
+
+
+def read_task_index(path: Path) -> list[str]:
+    """A set's index, validated: ValueError saying what is wrong with it."""
+    try:
+        return _TASK_INDEX.validate_json(path.read_bytes())
+    except ValidationError as exc:
+        raise ValueError(describe_validation(exc)) from None
+
+
 def version_name(version: int) -> str:
     """The name of skill version `version` in the run folder (`skills/<name>.md`)."""
     return f"v{version:04d}"
@@ -91,7 +117,12 @@ class RunDir:
                 f"{self.root}: run folder already exists and is not empty; pass another --out "
                 f"(or --resume {self.root} to continue it)"
             )
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # checked up front (session.paths); this is the race or root's view
+            raise UserError(
+                f"{self.root}: cannot create the run folder ({exc.strerror}); choose another --out"
+            ) from None
 
     def remove_stale_temp_files(self) -> None:
         """Remove the temp files of atomic writes cut short by a SIGKILL (`.<name>.<random>.tmp`).
@@ -136,13 +167,9 @@ class RunDir:
     def write_state(self, data: dict[str, Any]) -> Path:
         return self.write_json(RunFiles.STATE, data)
 
-    def read_state(self) -> dict[str, Any] | None:
-        """The last checkpoint (None: the baseline never finished)."""
-        path = self.root / RunFiles.STATE
-        if not path.is_file():
-            return None
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return data
+    def read_history(self, *, repair: bool = True) -> list[dict[str, Any]]:
+        """history.jsonl's rows; a torn last line is dropped (and, with `repair`, cut off)."""
+        return read_jsonl_repairing(self.root / RunFiles.HISTORY, repair=repair)
 
     def write_summary(self, data: dict[str, Any]) -> Path:
         return self.write_json(RunFiles.SUMMARY, data)
@@ -243,13 +270,11 @@ class RunDir:
     def write_task_index(self, prefix: Path, tasks: list[Task]) -> None:
         """List the set's task folders before they run: the report shows only these (an agent may
         plant folders next to its own)."""
-        index = prefix.with_name(f"{prefix.name}{RunFiles.TASK_INDEX}")
-        try:  # a set validated in waves (racing) lists each wave's tasks in turn: keep them all
-            listed = json.loads((self.root / index).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            listed = []
-        names = [n for n in listed if isinstance(n, str)] if isinstance(listed, list) else []
-        names += [self.task_dir(prefix, t).name for t in tasks]
+        index = task_index_path(prefix)
+        # a set validated in waves (racing) lists each wave's tasks in turn: keep them all (a
+        # resumed run checked every index before it started: see session.resume)
+        listed = read_task_index(self.root / index) if (self.root / index).is_file() else []
+        names = listed + [self.task_dir(prefix, t).name for t in tasks]
         self.write_json(index, list(dict.fromkeys(names)))
 
     def write_rollout(

@@ -1,19 +1,26 @@
-"""A last-resort watchdog under pytest-timeout.
+"""A last-resort watchdog under pytest-timeout, and no skip under CI.
 
 pytest-timeout's methods need Python to run: `signal` needs the main thread back in the
 interpreter, `thread` needs the GIL. A native call that blocks while holding the GIL defeats both.
 `faulthandler.dump_traceback_later(exit=True)` runs on a C thread that needs neither: if a test
 outlives its pytest-timeout by a minute, every thread's stack is written to stderr and the process
 exits, so the suite can end but never hang.
+
+Under `CI=true` a skipped test (or module) fails instead: `.ci/run` installs everything the suite
+needs, so a skip there is a test that silently never ran. The one exception is what CI cannot
+have, the files of the project machines' `../shared` folder (a skip reason naming `../shared`).
 """
 
 from __future__ import annotations
 
 import faulthandler
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import pytest
+
+CI_MAY_LACK = "../shared"
 
 WATCHDOG_MARGIN_S = 60.0
 
@@ -35,3 +42,24 @@ def _native_hang_watchdog(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
     finally:
         faulthandler.cancel_dump_traceback_later()
+
+
+def _fail_a_skip_under_ci(report: pytest.TestReport | pytest.CollectReport) -> None:
+    if not os.environ.get("CI") or not report.skipped:
+        return
+    reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if CI_MAY_LACK not in str(reason):
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI, which installs what this needs: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, None, None]:
+    outcome = yield
+    _fail_a_skip_under_ci(outcome.get_result())  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, None, None]:
+    outcome = yield
+    _fail_a_skip_under_ci(outcome.get_result())  # type: ignore[attr-defined]

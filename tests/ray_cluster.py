@@ -36,7 +36,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_for(address: str, timeout_s: float, proc: subprocess.Popen[bytes]) -> None:
+# A driver that joins the cluster and waits until the head's node is alive with its CPUs: the GCS
+# answers before the raylet has registered the node, so an open port alone is not a ready cluster.
+_READY = """
+import sys, time, ray
+ray.init(address=sys.argv[1], log_to_driver=False, logging_level="ERROR")
+deadline = time.monotonic() + float(sys.argv[3])
+while ray.cluster_resources().get("CPU", 0) < float(sys.argv[2]):
+    if time.monotonic() > deadline:
+        sys.exit(f"the node has {ray.cluster_resources()} after {sys.argv[3]}s")
+    time.sleep(0.2)
+ray.shutdown()
+"""
+
+
+def _wait_for(
+    address: str, timeout_s: float, proc: subprocess.Popen[bytes], env: dict[str, str], cpus: int
+) -> None:
     host, port = address.split(":")
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -44,11 +60,18 @@ def _wait_for(address: str, timeout_s: float, proc: subprocess.Popen[bytes]) -> 
             raise RuntimeError(f"ray start exited with {proc.returncode}")
         try:
             socket.create_connection((host, int(port)), timeout=1).close()
-            time.sleep(2)  # the GCS answers before the raylet has registered its node
-            return
+            break
         except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(f"no Ray head at {address} after {timeout_s}s")
+            time.sleep(0.3)  # polling under a deadline: the head is still starting
+    else:
+        raise TimeoutError(f"no Ray head at {address} after {timeout_s}s")
+    left = max(deadline - time.monotonic(), 10.0)
+    ready = subprocess.run(
+        [sys.executable, "-c", _READY, address, str(cpus), str(left)],
+        env=env, capture_output=True, text=True, timeout=left + 30,
+    )  # fmt: skip
+    if ready.returncode != 0:
+        raise TimeoutError(f"the Ray head at {address} is up but not ready: {ready.stderr.strip()[-500:]}")
 
 
 @contextmanager
@@ -79,7 +102,7 @@ def local_ray_cluster(num_cpus: int = 2) -> Iterator[tuple[str, dict[str, str]]]
     )
     address = f"127.0.0.1:{port}"
     try:
-        _wait_for(address, 60, proc)
+        _wait_for(address, 60, proc, env, num_cpus)
         yield address, env
     finally:
         for sig in (signal.SIGTERM, signal.SIGKILL):

@@ -219,6 +219,25 @@ def test_both_resumes_its_description_part_after_a_budget_stop(tmp_path: Path) -
     assert (cut / "best_skill.md").read_text() == (whole / "best_skill.md").read_text()
 
 
+def test_both_refuses_to_resume_a_damaged_description_part(tmp_path: Path) -> None:
+    """The description part's state.json is checked as the run's is: a damaged one is a one-line
+    error naming it, before anything runs or changes."""
+    with ScriptedOpenAI(both_world) as server:
+        cut = tmp_path / "cut"
+        stopped = skillgrad(*both_args(tmp_path, server), "--out", str(cut), "--set", "budget.max_calls=20")
+        assert stopped.returncode == 0, stopped.stderr[-2000:]
+        damaged = cut / "description" / "state.json"
+        damaged.write_text('{"step": ', encoding="utf-8")
+        before = {p: p.read_bytes() for p in cut.rglob("*") if p.is_file()}
+        calls = len(server.requests)
+        resumed = skillgrad("train", "--resume", str(cut), "--set", "budget.max_calls=null")
+        assert len(server.requests) == calls  # no call made
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    lines = resumed.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(damaged) in lines[0] and "damaged" in lines[0]
+    assert {p: p.read_bytes() for p in cut.rglob("*") if p.is_file()} == before  # nothing changed
+
+
 def test_an_over_long_proposed_description_is_never_applied(tmp_path: Path) -> None:
     """The analyst's schema bounds the description (skill.description_chars): a reply past it is
     re-asked, and only the description within the limit reaches a candidate."""

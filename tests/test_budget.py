@@ -30,10 +30,9 @@ def test_token_and_call_caps() -> None:
     ledger.record("optimizer", "reflect", Usage(1, 0, 1, None))
     assert "max_tokens" in (ledger.check() or "")
     calls = Ledger(budget(max_calls=3))
-    assert calls.calls_left() == 3 and ledger.calls_left() is None
     for _ in range(2):
         calls.record("target", "rollout", Usage(calls=1))
-    assert calls.check() is None and calls.calls_left() == 1
+    assert calls.check() is None
     calls.record("optimizer", "reflect", Usage(calls=1))
     assert "max_calls" in (calls.check() or "")
 

@@ -16,7 +16,9 @@ from skillgrad.traces.view import render_steps
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude_code"
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "claude-code"
-needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason="reference captures not present")
+needs_reference = pytest.mark.skipif(
+    not REFERENCE.is_dir(), reason="reference captures not present (../shared)"
+)
 
 
 def kinds(steps: list[TraceStep]) -> list[tuple[str, str | None, bool]]:

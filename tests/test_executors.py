@@ -10,9 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from skillgrad.backends.base import AgentResult, Usage
 from skillgrad.benchmarks.base import Task
 from skillgrad.config import config_from_data
+from skillgrad.errors import FatalBackendError
 from skillgrad.executors.base import EXECUTORS, open_executor
 from skillgrad.executors.job import RolloutJob, job_for, restore_outcome, run_job, secret_env, worker_config
 from skillgrad.executors.ray_cluster import runtime_env
@@ -77,7 +80,7 @@ def test_workspace_goes_to_the_worker_and_comes_back_exactly(tmp_path: Path) -> 
     assert isinstance(job, RolloutJob)
     outcome = run_job(EditingAgent(), pickle.loads(pickle.dumps(job)))  # as Ray would ship it
     assert outcome.result.workspace is None  # the worker's temporary folder means nothing here
-    result = restore_outcome(outcome, driver)
+    result = restore_outcome(outcome, driver, cfg_for())
     assert result.answer == "done" and result.usage == Usage(3, 2, 1, None) and result.workspace == driver
     assert sorted(p.relative_to(driver).as_posix() for p in driver.rglob("*") if p.is_file()) == [
         "out/answer.txt",
@@ -92,8 +95,76 @@ def test_a_crashing_agent_or_a_hostile_path_is_a_failed_result_not_an_exception(
     escaping = RolloutJob(Task("t", "q"), "", {"../evil.txt": base64.b64encode(b"x").decode()})
     assert run_job(EditingAgent(), escaping).result.is_error
     assert not (tmp_path.parent / "evil.txt").exists()
-    back = restore_outcome(type(crashed)(AgentResult("a"), {"/etc/x": ""}), tmp_path)
+    back = restore_outcome(type(crashed)(AgentResult("a"), {"/etc/x": ""}), tmp_path, cfg_for())
     assert back.is_error and not (tmp_path / "etc").exists()
+
+
+class RefusedAgent:
+    name, model = "refused", "r"
+
+    def run(self, task: Task, skill: str, workspace: Path) -> AgentResult:
+        raise FatalBackendError(
+            "openai_chat: authentication failed (HTTP 401): no; fix OPENAI_API_KEY (stop)"
+        )
+
+
+def test_a_fatal_error_on_a_worker_is_raised_again_in_the_driver(tmp_path: Path) -> None:
+    """Issue 32, defect 6: not one task's failure but the run's stop, naming the key as configured."""
+    outcome = pickle.loads(pickle.dumps(run_job(RefusedAgent(), RolloutJob(Task("t", "q"), "", None))))
+    assert outcome.fatal is not None and outcome.files is None
+    with pytest.raises(FatalBackendError, match=r"fix model\.api_key \(stop\)"):
+        restore_outcome(outcome, tmp_path, cfg_for())  # the driver's key came from model.api_key
+    keyless = cfg_for()
+    keyless.model.api_key = None
+    with pytest.raises(FatalBackendError, match="fix OPENAI_API_KEY"):  # ... or from the variable
+        restore_outcome(outcome, tmp_path, keyless)
+
+
+class _FakeRay:
+    """What RayExecutor uses of the ray module, with a worker that never answers."""
+
+    class exceptions:  # noqa: N801 - ray's own spelling
+        class RayError(Exception):
+            pass
+
+        class GetTimeoutError(RayError):
+            pass
+
+    def __init__(self) -> None:
+        self.waited: list[float | None] = []
+
+    def cluster_resources(self) -> dict[str, float]:
+        return {"CPU": 2.0}
+
+    def remote(self, cls: type) -> object:
+        class Actor:
+            def options(self, **kwargs: object) -> Actor:
+                return self
+
+            def remote(self, cfg: object) -> object:
+                worker = type("Worker", (), {})()
+                worker.run = type("Run", (), {"remote": staticmethod(lambda job: "ref")})()  # type: ignore[attr-defined]
+                return worker
+
+        return Actor()
+
+    def get(self, ref: object, timeout: float | None = None) -> object:
+        self.waited.append(timeout)
+        raise self.exceptions.GetTimeoutError("Get timed out: some object(s) not ready.")
+
+
+def test_a_worker_that_never_answers_is_a_failed_rollout_not_a_hang(tmp_path: Path) -> None:
+    from skillgrad.executors.ray_cluster import RayExecutor, rollout_timeout_s
+
+    ray = _FakeRay()
+    cfg = cfg_for()
+    executor = RayExecutor(ray, cfg)  # type: ignore[arg-type]
+    result = executor.run(Task("t", "q"), "s", tmp_path / "no-workspace")
+    assert result.is_error and "ray: the rollout failed on the cluster" in (result.error or "")
+    assert "timed out" in (result.error or "")
+    assert ray.waited == [rollout_timeout_s(cfg)]
+    m = cfg.model
+    assert rollout_timeout_s(cfg) >= (m.max_retries + 1) * max(m.timeout_s, m.claude_code_timeout_s)
 
 
 def test_chat_targets_ship_no_workspace(tmp_path: Path) -> None:

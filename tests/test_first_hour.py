@@ -172,24 +172,26 @@ def test_compare_pairs_tasks_by_content_not_by_position() -> None:
     assert pairs["Q two"].task_id == "val-001 / val-000"
 
 
-def test_compare_of_two_seeds_refuses_task_pairs_when_no_task_is_shared(tmp_path: Path) -> None:
+def test_compare_of_two_runs_refuses_task_pairs_when_no_task_is_shared(tmp_path: Path) -> None:
+    """Two runs whose tasks carry the same ids (q0, q1, ...) but other questions: nothing pairs."""
     runs = []
     with ScriptedOpenAI(_no_edits) as server:
-        for seed in (1, 2):
-            cfg, out = config(tmp_path, server, f"s{seed}"), tmp_path / f"run{seed}"
-            text_cfg = cfg.read_text(encoding="utf-8").replace("seed: 3", f"seed: {seed}")
+        for name, wording in (("a", "What"), ("b", "Tell me: what")):  # the same seed: the same ids
+            cfg, out = config(tmp_path, server, name), tmp_path / f"run-{name}"
+            text_cfg = cfg.read_text(encoding="utf-8")
             cfg.write_text(text_cfg.replace("val_size: 4", "val_size: 2"), encoding="utf-8")
+            data = cfg.parent / "capitals.jsonl"
+            data.write_text(
+                data.read_text(encoding="utf-8").replace('"What', f'"{wording}'), encoding="utf-8"
+            )
             assert skillgrad("train", "--config", str(cfg), "--out", str(out)).returncode == 0
             runs.append(load_run(out))
     ctx = compare_context(*runs)
-    questions = [{t.question for t in r.set_for("val", step=0).tasks} for r in runs]  # type: ignore[union-attr]
-    for pair in ctx["pairs"]:
-        if pair.a is not None and pair.b is not None:
-            assert pair.a.question == pair.b.question
-    if not questions[0] & questions[1]:
-        assert ctx["pairs"] == [] and "share no task" in ctx["pairing"]
-    else:
-        assert "paired by their content" in ctx["pairing"]
+    sets = [r.set_for("val", step=0) for r in runs]
+    ids = [{t.task_id for t in s.tasks} for s in sets if s is not None]
+    questions = [{t.question for t in s.tasks} for s in sets if s is not None]
+    assert len(questions) == 2 and not questions[0] & questions[1] and ids[0] == ids[1]
+    assert ctx["pairs"] == [] and "share no task" in ctx["pairing"]
 
 
 def test_report_of_an_eval_folder_shows_an_eval(tmp_path: Path) -> None:

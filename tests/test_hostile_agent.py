@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.anthropic_server import FakeAnthropic, FakeReply, FakeRequest, text, tool_use
+from tests.needs import need
 
 FAKE_KEY = "sk-ant-FAKE-planted-0123456789"
 OUTSIDE = "OUTSIDE-FILE-CONTENT-7f3a"
@@ -116,8 +117,10 @@ def test_agent_processes_end_with_the_task_and_see_nothing_of_the_trainer(tmp_pa
 
     from skillgrad.backends.containment import ContainedCli
 
-    if not ContainedCli("true", {}).contained:
-        pytest.skip("this kernel gives no unprivileged PID namespaces: agents run uncontained")
+    need(
+        ContainedCli("true", {}).contained,
+        "this kernel gives no unprivileged PID namespaces: agents run uncontained",
+    )
     orphan = f"orphan-{uuid.uuid4().hex}"
     out = tmp_path / f"eval-trainermark-{uuid.uuid4().hex[:8]}"  # in the trainer's command line
     mark = out.name

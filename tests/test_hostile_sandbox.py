@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from skillgrad.benchmarks.sandbox import Sandbox
+from tests.needs import need
 
 HOSTILE = r"""
 import glob, json, os, subprocess, sys
@@ -77,8 +78,10 @@ def test_scored_code_cannot_touch_files_see_the_trainer_or_outlive_its_run(
     (home / ".netrc").write_text("machine api login me password hunter2", encoding="utf-8")
     monkeypatch.setenv("HOME", str(home))
     sandbox = Sandbox(timeout_s=20, memory_mb=512)
-    if sandbox.isolation != "full":
-        pytest.skip(f"this kernel gives no unprivileged namespaces (isolation: {sandbox.isolation})")
+    need(
+        sandbox.isolation == "full",
+        f"this kernel gives no unprivileged namespaces (isolation: {sandbox.isolation})",
+    )
     run_folder = tmp_path / "run"
     run_folder.mkdir()
     work = tmp_path / "work"

@@ -40,6 +40,19 @@ class World:
         self.kill_when = None
         self.killing = threading.Event()
         self.pid: int | None = None
+        self.cache: Path | None = None  # the trainer's call cache, watched before a kill
+
+    def _answers_cached(self, timeout_s: float = 20.0) -> None:
+        """Wait until every answer already sent is in the trainer's call cache (one entry per
+        distinct request): a SIGKILL may strike at any moment, and a reply that arrived a
+        millisecond before it is lost by any client, which the test's comparison cannot allow."""
+        if self.cache is None:
+            return
+        with self.lock:
+            wanted = len(set(self.answered))
+        deadline = time.monotonic() + timeout_s
+        while len(list(self.cache.rglob("*.json"))) < wanted and time.monotonic() < deadline:
+            time.sleep(0.01)  # polling the disk under a deadline, not a guess at a delay
 
     def __call__(self, request: Request):
         if not request.messages:  # a body cut short by the SIGKILL of its sender
@@ -58,9 +71,7 @@ class World:
             else:
                 self.answered.append(key)
         if trigger:
-            # Let the answers already sent reach the call cache (a SIGKILL may strike at any
-            # moment; a reply that arrived a millisecond before it is lost by any client), then kill.
-            time.sleep(0.5)
+            self._answers_cached()
             os.kill(self.pid or 0, signal.SIGKILL)
             return server_error(500)
         time.sleep(self.delay_s)
@@ -258,6 +269,7 @@ def test_resume_inside_an_overlapped_step_repays_nothing(tmp_path: Path) -> None
     world = World()
     # Kill while step 3 validates BAD and step 4's speculative rollouts run with it.
     world.kill_when = lambda r: ANALYST not in r.system and BAD in r.system
+    world.cache = tmp_path / "killed" / "cache"
     with ScriptedOpenAI(world) as server:
         cfg, out = write_run_config(tmp_path / "killed", server), tmp_path / "killed-run"
         assert train(cfg, out, world, "optimizer.validation=full") == -signal.SIGKILL

@@ -237,7 +237,8 @@ def test_resume_rewrites_a_best_skill_folder_a_kill_left_half_swapped(tmp_path: 
     run.write_skill(0, first)
     run.write_skill(1, best)
     run.write_best_skill(first)
-    state = TrainState(step=1, version=1, best_version=1, best_step=1, best_score=1.0)
+    state = TrainState(step=1, version=1, best_version=1, best_step=1, best_score=1.0, accepted=1)
+    run.append_history({"step": 1, "action": "accepted", "version": "v0001"})  # as a real step leaves
     run.write_state({**state.to_json(), "ledger": Ledger(cfg.budget).to_json()})
     (run.root / "best_skill").rename(run.root / ".best_skill.old")  # the kill, mid-swap
 

@@ -21,8 +21,12 @@ class _Tty(io.StringIO):
         return True
 
 
+def _fail(line: str) -> None:
+    raise AssertionError(line)  # an observer that raises fails the test (the run would switch it off)
+
+
 def _replay(observers: list[Any], events: list[tuple[str, dict[str, Any]]]) -> None:
-    bus = Events(observers)
+    bus = Events(observers, on_failure=_fail)
     for kind, fields in events:
         bus.emit(kind, **{k: v for k, v in fields.items() if k != "time"})
     bus.close()

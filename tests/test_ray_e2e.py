@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.openai_server import Request, ScriptedOpenAI, server_error, text
+from tests.fakes.openai_server import Request, ScriptedOpenAI, server_error, text, unauthorized
 from tests.ray_cluster import local_ray_cluster, ray_env, rollout_worker_pids
 from tests.test_resume import World, artifacts, config
 from tests.test_train_e2e import GOOD_RULE, world, write_config
@@ -260,6 +260,26 @@ def test_driver_killed_then_resume_pays_nothing_twice(tmp_path: Path, cluster) -
         assert start_train(env, world, "--resume", str(out), *on_cluster(address)) == 0
     assert len(world.answered) == len(set(world.answered)) == len(clean.answered), "a paid call was repeated"
     assert artifacts(out) == artifacts(tmp_path / "clean-run")
+
+
+def test_a_refused_key_on_a_worker_stops_the_run_in_one_line(tmp_path: Path, cluster) -> None:
+    """Issue 32, defect 6: the worker's FatalBackendError reaches the driver, as on threads."""
+    address, env = cluster
+    with ScriptedOpenAI(lambda request: unauthorized()) as server:
+        cfg, out = eval_config(tmp_path, server, 12), tmp_path / "eval"
+        args = on_cluster(address, "--set", "ray.workers=1", "--set", "train.concurrency=2")
+        proc = cli(
+            env, "eval", "--config", str(cfg), "--skill", str(tmp_path / "skill.md"), "--out", str(out), *args
+        )
+        asked = len(server.requests)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert "authentication failed" in proc.stderr and "fix model.api_key " in proc.stderr
+    assert "mean score" not in proc.stdout and asked <= 2  # the tasks in flight; none started after
+    assert "authentication failed" in read_json(out / "eval.json")["error"]
+    assert not (out / "rollouts" / "test").is_dir() or not list(
+        (out / "rollouts" / "test").glob("*/score.json")
+    )
 
 
 def test_cluster_command_reports_the_cluster(cluster) -> None:

@@ -561,13 +561,20 @@ def test_the_report_shows_what_each_reflection_opened(tmp_path: Path) -> None:
             {"tool": "Grep", "pattern": "x", "in": ".", "hits": [{"path": trace, "lines": [7]}]},
             {"tool": "Read", "path": trace, "lines": [5, 8]},
             {"tool": "Read", "path": "../../../../etc/passwd", "lines": [1, 3]},
+            {"tool": "Read", "path": "tasks/01/answer.txt", "lines": [1, 2]},
+            {"tool": "Read", "path": trace, "lines": ["5", None]},  # not the trainer's record
         ],
     }  # fmt: skip
+    # a 12 MB reply on one line, then a short one: each shown in part, the next line still found
+    (folder / "mb_00" / "tasks" / "01" / "answer.txt").write_text("y" * 12_000_000 + "\nsecond\n")
     (folder / "mb_00.json").write_text(json.dumps(record))
     (folder / "mb_01.json").write_text("{torn")
     (folder / "planted.json").write_text(json.dumps(record))
-    rows = reflection_rows(tmp_path)
+    warnings: list[str] = []
+    rows = reflection_rows(tmp_path, warnings)
     assert [r.name for r in rows] == ["mb_00"]
+    assert warnings == [f"{folder / 'mb_01.json'}: not valid UTF-8 JSON (Expecting property name enclosed in "
+                        "double quotes: line 1 column 2 (char 1)); skipped in the report"]  # fmt: skip
     found = rows[0].opened
     assert found[0].what == "search `x` in .: tasks/01/trace_full.txt line(s) 7"
     assert found[1].what == "tasks/01/trace_full.txt lines 5-8" and [n for n, _ in found[1].excerpt] == [
@@ -577,3 +584,5 @@ def test_the_report_shows_what_each_reflection_opened(tmp_path: Path) -> None:
         8,
     ]
     assert found[1].excerpt[0][1] == "5. [text] line 5" and found[2].excerpt == []  # never outside the folder
+    assert found[3].excerpt == [(1, "y" * 300 + "…"), (2, "second")]
+    assert found[4].excerpt == [] and found[4].what == f"{trace} lines 5-None"

@@ -13,6 +13,7 @@ from skillgrad.errors import UserError
 from skillgrad.report import write_report
 from skillgrad.report.data import load_run
 from skillgrad.report.diff import diff_lines
+from tests.needs import need
 from tests.report_fixture import HOSTILE, make_run
 
 
@@ -88,10 +89,6 @@ def test_bad_run_dirs_raise_one_line_user_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not a skillgrad run folder"):
         write_report([tmp_path / "empty"])
     run = make_run(tmp_path)
-    (run / "summary.json").write_text("{not json")
-    with pytest.raises(UserError, match="summary.json") as err:
-        write_report([run])
-    assert "\n" not in str(err.value)
     with pytest.raises(UserError, match="one run folder or two"):
         write_report([run, run, run])
 
@@ -127,12 +124,10 @@ def test_load_run_and_diff_lines(tmp_path: Path) -> None:
 # a real browser: renders, no console errors, screenshot
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium not installed (Debian: apt-get install -y chromium)"
-)
 
 
 def _chromium(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    need(CHROMIUM, "chromium not installed (Debian: apt-get install -y chromium)")
     assert CHROMIUM is not None
     args = [
         CHROMIUM,
@@ -158,7 +153,6 @@ def _console_messages(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
 
 
-@needs_chromium
 def test_console_check_catches_page_errors(tmp_path: Path) -> None:
     """Guards the check below: a page that throws must be seen as throwing."""
     page = tmp_path / "broken.html"
@@ -167,7 +161,6 @@ def test_console_check_catches_page_errors(tmp_path: Path) -> None:
     assert any("Uncaught" in m for m in _console_messages(proc.stderr))
 
 
-@needs_chromium
 @pytest.mark.parametrize("compare", [False, True])
 def test_report_in_headless_chromium(tmp_path: Path, compare: bool) -> None:
     a = make_run(tmp_path, "run_a", hostile=True)

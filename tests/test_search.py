@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
-from skillgrad.errors import StructuredOutputError, UserError
+from skillgrad.errors import StructuredOutputError
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.events import Events
@@ -258,7 +258,7 @@ def member(version: int, parents: list[int], text: str, **items: float) -> Membe
 def test_pool_round_trips_through_state_json_and_refuses_what_does_not_hold_together() -> None:
     pool = Pool(members=[member(0, [], "", a=0, b=1), member(1, [0], "R\n", a=1, b=0)])
     pool.member(0).reject(1, [Edit("add", "end", "bad rule")])
-    state = TrainState(current_text="", pool=pool)
+    state = TrainState(step=1, version=1, accepted=1, current_text="R\n", pool=pool)
     again = TrainState.from_json(state.to_json())
     assert again.pool == pool and again.to_json() == state.to_json()
     assert "pool" not in TrainState().to_json()  # a greedy run's state.json is as before
@@ -411,7 +411,7 @@ def test_the_estimate_of_a_frontier_run_spends_no_more_search_calls_than_greedy(
     )
 
 
-def test_the_report_reads_the_pool_and_refuses_a_damaged_one(tmp_path: Path) -> None:
+def test_the_report_reads_the_pool_and_skips_a_damaged_one(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text('{"best_version": "v0001"}', encoding="utf-8")
     (tmp_path / "state.json").write_text('{"step": 1}', encoding="utf-8")
     assert search_view(load_run(tmp_path)) is None  # a greedy run: no section
@@ -425,5 +425,13 @@ def test_the_report_reads_the_pool_and_refuses_a_damaged_one(tmp_path: Path) -> 
     broken = pool.to_json()
     broken["members"][1]["parents"] = [7]
     (tmp_path / "state.json").write_text(json.dumps({"pool": broken}), encoding="utf-8")
-    with pytest.raises(UserError, match=r"state.json: pool.*not an earlier member"):
-        search_view(load_run(tmp_path))
+    run = load_run(tmp_path)
+    assert search_view(run) is None  # the section is left out, the rest of the report renders
+    [warning] = run.warnings
+    assert warning == (
+        f"{tmp_path / 'state.json'}: pool: Value error, member v1: parent v7 is not an earlier member; "
+        "skipped in the report"
+    )
+    (tmp_path / "state.json").write_text('{"pool": {"members": [', encoding="utf-8")
+    run = load_run(tmp_path)
+    assert search_view(run) is None and "not valid UTF-8 JSON" in run.warnings[0]

@@ -34,6 +34,7 @@ from skillgrad.loop.state import TrainState
 from skillgrad.loop.trainer import Trainer
 from skillgrad.redact import Redactor
 from skillgrad.run_folder import RunDir, version_name
+from skillgrad.session.resume import check_part
 from skillgrad.skill import SkillDoc
 
 DESCRIPTION_DIR = "description"  # the description part's run folder inside the run's
@@ -111,11 +112,9 @@ class Alternating:
         self.stopped: str | None = None
 
     def _resumed(self) -> TrainState | None:
-        data = self.part.read_state()
-        if data is None:
+        state = check_part(self.part.root)  # the run's ledger is the body's state's
+        if state is None:
             return None
-        data.pop("ledger", None)  # the run's ledger is the body's state's
-        state = TrainState.from_json(data)
         self.part.keep_history_to(state.step)
         self.part.write_best_skill(self.part.read_skill(state.best_version))
         return state
@@ -144,6 +143,8 @@ class Alternating:
     def finish(self, state: TrainState) -> None:
         """The description steps the body's steps did not reach (fewer body steps, an early stop)."""
         for step in range(state.step + 1, len(self.plan) + 1):
+            if self.stopped:  # no step left can change the description (the plan may be huge)
+                break
             self.after_step(state, step)
         self._sync_to(state)
 

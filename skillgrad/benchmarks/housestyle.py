@@ -143,6 +143,9 @@ GENERATORS: dict[Family, Callable[[random.Random], Item]] = {
 }
 
 
+MAX_MISSES = 20_000
+
+
 def split_of(key: str) -> Split:
     """The one split an item may appear in (a stable hash of its key)."""
     bucket = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:4], "big") % len(SPLITS)
@@ -154,17 +157,19 @@ def generate(split: Split, size: int, seed: int, families: tuple[Family, ...] = 
     rng = random.Random(f"housestyle:{seed}:{split}")
     items: list[Item] = []
     seen: set[str] = set()
-    attempts = 0
+    misses = 0  # draws in a row that gave no new item: the pool is spent long before this many
     while len(items) < size:
         family = families[len(items) % len(families)]
         item = GENERATORS[family](rng)
-        attempts += 1
-        if attempts > 200 * (size + 1):
-            raise UserError(
-                f"housestyle: cannot draw {size} distinct {split} items; lower benchmark.{split}_size"
-            )
         if item.key in seen or split_of(item.key) != split:
+            misses += 1
+            if misses > MAX_MISSES:
+                raise UserError(
+                    f"housestyle: cannot draw {size} distinct {split} items (the {split} split has "
+                    f"{len(items)}); lower benchmark.{split}_size"
+                )
             continue
+        misses = 0
         seen.add(item.key)
         items.append(item)
     return items

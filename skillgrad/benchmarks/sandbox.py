@@ -176,10 +176,6 @@ class Sandbox:
     def isolation(self) -> str:
         return self._isolation.level
 
-    @property
-    def isolated_network(self) -> bool:
-        return self._isolation.level != "none"
-
     def _env(self, cwd: Path) -> dict[str, str]:
         # Deliberately not inherited: keys and proxies must not reach untrusted code.
         return {

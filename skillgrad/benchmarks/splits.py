@@ -51,6 +51,8 @@ def _open_lines(path: Path) -> Iterator[bytes]:
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each non-blank line; `.jsonl.gz` is read transparently."""
+    if path.is_dir():
+        raise UserError(f"{path}: a folder, not a data file; set benchmark.data to a JSONL file")
     if not path.is_file():
         raise UserError(f"{path}: data file not found; set benchmark.data to an existing JSONL file")
     try:

@@ -1,6 +1,6 @@
 """The typed config: YAML file + `--set key.path=value` overrides + role resolution.
 
-Role precedence (DESIGN.md): CLI role flag > config role key > CLI --backend > config
+Role precedence: CLI role flag > config role key > CLI --backend > config
 model.backend > built-in default. After `load_config`, `model.optimizer_backend` and
 `model.target_backend` are always concrete backend names.
 """

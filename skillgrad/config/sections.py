@@ -25,6 +25,11 @@ def _registered_backend(value: Any) -> str:
 
 
 BackendName = Annotated[str, PlainValidator(_registered_backend)]
+# Upper bounds of keys where a larger value is a typo that would hang or exhaust the machine.
+DAY_S = 86_400.0  # any one call, CLI session or self-test
+MAX_TOKENS = 1_000_000  # output tokens of one reply
+MAX_TURNS = 10_000  # tool calls of one harness session
+MAX_PARALLEL = 1024  # calls in flight, threads, workers, CPUs
 Schedule = Literal["constant", "linear", "cosine"]
 
 
@@ -69,7 +74,7 @@ class SkillConfig(_Section):
     # A package's files the analyst sees in full (SKILL.md, then those the failing tasks read),
     # in characters; the rest are listed with their size and first lines.
     prompt_chars: int = Field(12000, ge=1000)
-    self_test_timeout_s: float = Field(60.0, gt=0)  # a package's front-matter `self_test` command
+    self_test_timeout_s: float = Field(60.0, gt=0, le=DAY_S)  # a package's front-matter `self_test` command
     # The description's limit in characters (Agent Skills: at most 1024), in the analyst's reply
     # schema; an initial description longer than this is refused.
     description_chars: int = Field(1024, ge=40, le=1024)
@@ -91,12 +96,14 @@ class ModelConfig(_Section):
     optimizer_api_key: SecretStr | None = None
     target_api_key: SecretStr | None = None
     temperature: float = Field(0.0, ge=0.0, le=2.0)
-    max_output_tokens: int = Field(1024, ge=16)
-    optimizer_max_output_tokens: int | None = Field(None, ge=16)  # per role; None: max_output_tokens
-    target_max_output_tokens: int | None = Field(None, ge=16)
-    timeout_s: float = Field(120.0, gt=0)
-    max_retries: int = Field(4, ge=0)
-    json_retries: int = Field(2, ge=0)
+    max_output_tokens: int = Field(1024, ge=16, le=MAX_TOKENS)
+    optimizer_max_output_tokens: int | None = Field(
+        None, ge=16, le=MAX_TOKENS
+    )  # per role; None: max_output_tokens
+    target_max_output_tokens: int | None = Field(None, ge=16, le=MAX_TOKENS)
+    timeout_s: float = Field(120.0, gt=0, le=DAY_S)
+    max_retries: int = Field(4, ge=0, le=20)
+    json_retries: int = Field(2, ge=0, le=10)
     trace_to_optimizer: bool = True  # the analyst reads the harness target's trace steps
     claude_trace_to_optimizer: bool = True  # the Claude Code key; both must be true for Claude Code
     claude_code_cli_path: str | None = None
@@ -104,17 +111,17 @@ class ModelConfig(_Section):
         default_factory=lambda: ["Read", "Glob", "Grep", "Bash", "Write", "Edit"]
     )
     claude_code_permission_mode: Literal["default", "acceptEdits", "bypassPermissions", "dontAsk"] = "default"
-    claude_code_max_turns: int = Field(20, ge=1)
-    claude_code_timeout_s: float = Field(600.0, gt=0)
+    claude_code_max_turns: int = Field(20, ge=1, le=MAX_TURNS)
+    claude_code_timeout_s: float = Field(600.0, gt=0, le=DAY_S)
     codex_cli_path: str | None = None  # default: `codex` on PATH
     codex_sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
     codex_approval_policy: Literal["never", "on-request", "on-failure"] = "never"
-    codex_max_turns: int = Field(20, ge=1)  # tool calls per task before the session is stopped
-    codex_timeout_s: float = Field(600.0, gt=0)
+    codex_max_turns: int = Field(20, ge=1, le=MAX_TURNS)  # tool calls per task before the session is stopped
+    codex_timeout_s: float = Field(600.0, gt=0, le=DAY_S)
     codex_reuse_login: bool = False  # copy the user's Codex auth.json into the private CODEX_HOME
     local_model: str | None = None
-    local_threads: int = Field(1, ge=1)
-    local_ctx: int = Field(4096, ge=512)
+    local_threads: int = Field(1, ge=1, le=MAX_PARALLEL)
+    local_ctx: int = Field(4096, ge=512, le=1_048_576)
 
     def backend_for(self, role: str) -> BackendName:
         value = self.optimizer_backend if role == "optimizer" else self.target_backend
@@ -163,7 +170,7 @@ class TrainConfig(_Section):
     epochs: int = Field(2, ge=1)
     batch_size: int = Field(8, ge=1)
     minibatch_size: int = Field(4, ge=1)
-    concurrency: int = Field(8, ge=1)  # calls in flight at once, all stages together
+    concurrency: int = Field(8, ge=1, le=MAX_PARALLEL)  # calls in flight at once, all stages together
     seed: int = 0
     # Run independent work side by side (baseline beside step 1, the next step's rollouts beside
     # a validation); decisions and skills are exactly those of the sequential order.
@@ -176,10 +183,12 @@ class RayConfig(_Section):
 
     # "" = a local cluster started for the run; "auto" = this machine's cluster; ray://host:port
     address: str = Field("", pattern=r"^(|auto|ray://[^\s/:]+:\d+|[^\s/:]+:\d+)$")
-    local_cpus: int | None = Field(None, ge=1)  # CPUs of the local cluster (default: all of them)
-    workers: int = Field(0, ge=0)  # worker processes; 0 = as many as the CPUs allow
-    cpus_per_worker: float = Field(1.0, gt=0)
-    max_retries: int = Field(3, ge=0)  # retries of a task whose worker or node was lost
+    local_cpus: int | None = Field(
+        None, ge=1, le=MAX_PARALLEL
+    )  # CPUs of the local cluster (default: all of them)
+    workers: int = Field(0, ge=0, le=MAX_PARALLEL)  # worker processes; 0 = as many as the CPUs allow
+    cpus_per_worker: float = Field(1.0, gt=0, le=MAX_PARALLEL)
+    max_retries: int = Field(3, ge=0, le=100)  # retries of a task whose worker or node was lost
     pip: list[str] | None = None  # joining a cluster: workers install these (None: the target's extra)
 
 

@@ -23,8 +23,10 @@ class Executor(Protocol):
     - opening (the factory) raises `UserError` for anything the user can fix (Ray not installed,
       cluster unreachable, bad address), before any run folder exists;
     - the agent from `agent()` keeps the Agent contract: it never raises for one task's failure
-      (a worker lost more often than the retry limit allows is an `AgentResult(is_error=True)`,
-      which the call cache never stores, so the task is redone on `--resume`);
+      (a worker lost more often than the retry limit allows, or one that hangs past every
+      timeout, is an `AgentResult(is_error=True)`, which the call cache never stores, so the task
+      is redone on `--resume`); and it raises `FatalBackendError` wherever the agent raised it
+      (a worker too), so a refused key stops the run in one line on every executor;
     - `close()` never raises.
     """
 

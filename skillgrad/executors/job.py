@@ -2,7 +2,9 @@
 
 A `RolloutJob` carries the task, the skill and the workspace as the driver prepared it (its files);
 the worker rebuilds the agent from a secret-free copy of the config (`worker_config`), runs it in
-a private temporary workspace and returns a `JobOutcome`: the result and the files the agent left.
+a private temporary workspace and returns a `JobOutcome`: the result and the files the agent left
+(or the message of a `FatalBackendError`, which the driver raises again: a refused key stops the
+run on a cluster as it does on threads).
 API keys reach workers only as environment variables of the Ray runtime environment
 (`secret_env`), which the backends already read; they are never part of a job, so never in Ray's
 object store or its task logs.
@@ -18,8 +20,10 @@ from pathlib import Path
 
 from skillgrad.backend_specs import spec_for
 from skillgrad.backends.base import Agent
+from skillgrad.backends.common import key_source
 from skillgrad.backends.registry import Backends
 from skillgrad.config import Config
+from skillgrad.errors import FatalBackendError
 from skillgrad.snapshot import restore_tree, safe_relative_path, snapshot_tree
 from skillgrad.values import AgentResult, Task
 
@@ -37,6 +41,9 @@ class RolloutJob:
 class JobOutcome:
     result: AgentResult  # `workspace` is None: the worker's folder means nothing to the driver
     files: dict[str, str] | None  # the workspace after the run; None when none was shipped
+    # the agent raised FatalBackendError (a refused key, no credit): its message, which the
+    # driver raises again, so the run stops as it would on threads
+    fatal: str | None = None
 
 
 def worker_config(cfg: Config) -> Config:
@@ -81,6 +88,8 @@ def run_job(agent: Agent, job: RolloutJob) -> JobOutcome:
             restore_tree(workspace, job.files)
         try:
             result = agent.run(job.task, job.skill, workspace)
+        except FatalBackendError as exc:  # not this task's failure: no call can succeed (errors.py)
+            return JobOutcome(AgentResult(answer="", is_error=True, error=str(exc)), None, fatal=str(exc))
         except Exception as exc:  # the Agent contract says never raise; a buggy one must not kill us
             return failed(f"{type(exc).__name__}: {exc}")
         files = snapshot_tree(workspace, MAX_WORKSPACE_BYTES) if job.files is not None else None
@@ -100,8 +109,19 @@ class RolloutWorker:
         return run_job(self.agent, job)
 
 
-def restore_outcome(outcome: JobOutcome, workspace: Path) -> AgentResult:
-    """The driver's side: the agent's files back into the run folder's workspace, and the result."""
+def fatal_in_driver(message: str, cfg: Config) -> FatalBackendError:
+    """A worker's FatalBackendError for the driver to raise. The worker read the key from the
+    variable `secret_env` set; when the driver took it from the config, the line names that key."""
+    name = spec_for(cfg.model.backend_for("target")).key_env
+    source = key_source(cfg, "target", name) if name else name
+    return FatalBackendError(message.replace(f"fix {name} ", f"fix {source} ") if name else message)
+
+
+def restore_outcome(outcome: JobOutcome, workspace: Path, cfg: Config) -> AgentResult:
+    """The driver's side: the agent's files back into the run folder's workspace, and the result;
+    FatalBackendError again when the worker's agent raised it."""
+    if outcome.fatal is not None:
+        raise fatal_in_driver(outcome.fatal, cfg)
     result = outcome.result
     if outcome.files is not None:
         if not all(safe_relative_path(rel) for rel in outcome.files):

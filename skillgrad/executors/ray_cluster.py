@@ -97,6 +97,18 @@ def connect(ray: ModuleType, cfg: Config, *, runtime_env_for_run: bool = True) -
         ) from None
 
 
+WORKER_START_S = 120.0  # a (re)started worker builds its agent before it runs the task
+
+
+def rollout_timeout_s(cfg: Config) -> float:
+    """The longest a rollout may take on the cluster, all retries included (its attempts, the
+    backend's retries of each call, a session's own timeout): past it the worker is taken to
+    hang and the task fails, instead of the driver waiting for ever."""
+    m = cfg.model
+    attempt = (m.max_retries + 1) * max(m.timeout_s, m.claude_code_timeout_s, m.codex_timeout_s)
+    return (cfg.ray.max_retries + 1) * (attempt + WORKER_START_S)
+
+
 class RayExecutor:
     name = "ray"
 
@@ -143,8 +155,8 @@ class RayExecutor:
             return AgentResult(answer="", is_error=True, error=job)
         worker = self.slots.get()
         try:
-            outcome = self.ray.get(worker.run.remote(job))
-        except self.ray.exceptions.RayError as exc:
+            outcome = self.ray.get(worker.run.remote(job), timeout=rollout_timeout_s(self.cfg))
+        except self.ray.exceptions.RayError as exc:  # a lost worker past its retries, or a hang
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return AgentResult(
                 answer="",
@@ -154,7 +166,7 @@ class RayExecutor:
             )
         finally:
             self.slots.put(worker)
-        return restore_outcome(outcome, workspace)
+        return restore_outcome(outcome, workspace, self.cfg)
 
     def close(self) -> None:
         try:

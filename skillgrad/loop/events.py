@@ -13,14 +13,20 @@ Vocabulary (every event also carries `time` = seconds since the run started):
 - run_end:    best_score, baseline_score, stopped, usage
 - message:    text (a one-off human note, e.g. "candidate identical to v0001: reusing its score")
 
-Observers must never raise into the trainer; `emit` swallows and reports observer errors once.
+Observers must never raise into the trainer: an observer that raises (an MLflow server that went
+away, a display that crashed) is switched off, and that is said once, naming it and the error,
+through `on_failure` (the CLI prints a warning line) and to the observers still working (a
+`message` event: train.log keeps it). The run goes on.
 """
 
 from __future__ import annotations
 
-import contextlib
+import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
+
+from skillgrad.errors import print_warning
 
 
 class Observer(Protocol):
@@ -29,13 +35,22 @@ class Observer(Protocol):
     def close(self) -> None: ...
 
 
-class Events:
-    """Fan-out of events to observers, timestamped relative to the run start."""
+def observer_name(observer: Observer) -> str:
+    return str(getattr(observer, "name", None) or type(observer).__name__)
 
-    def __init__(self, observers: list[Observer] | None = None) -> None:
+
+class Events:
+    """Fan-out of events to observers, timestamped relative to the run start. `on_failure` gets
+    one line per observer that failed (default: a warning on stderr)."""
+
+    def __init__(
+        self, observers: list[Observer] | None = None, on_failure: Callable[[str], None] = print_warning
+    ) -> None:
         self.observers = list(observers or [])
         self.started = time.monotonic()
+        self.on_failure = on_failure
         self._broken: set[int] = set()
+        self._lock = threading.Lock()  # events come from the trainer's threads
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -47,10 +62,28 @@ class Events:
                 continue
             try:
                 obs.event(kind, fields)
-            except Exception:  # an observer bug must not kill a paid-for run
-                self._broken.add(i)
+            except Exception as exc:  # an observer bug must not kill a paid-for run
+                self._switch_off(i, f"on a {kind} event", exc)
+
+    def _switch_off(self, index: int, when: str, exc: Exception, *, relay: bool = True) -> None:
+        with self._lock:
+            if index in self._broken:
+                return
+            self._broken.add(index)
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        line = (
+            f"progress observer {observer_name(self.observers[index])} failed {when} "
+            f"({type(exc).__name__}{': ' + reason[:300] if reason else ''}); "
+            "it is switched off, the run goes on"
+        )
+        self.on_failure(line)
+        if relay:
+            self.emit("message", text=line)
 
     def close(self) -> None:
-        for obs in self.observers:
-            with contextlib.suppress(Exception):  # closing a broken observer must not mask the run's outcome
+        for i, obs in enumerate(self.observers):
+            try:
                 obs.close()
+            except Exception as exc:  # closing a broken observer must not mask the run's outcome
+                if i not in self._broken:
+                    self._switch_off(i, "when closing", exc, relay=False)

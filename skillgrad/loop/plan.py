@@ -1,16 +1,23 @@
 """Which tasks each step trains on: the benchmark's splits (each loaded once) and the run's plan,
-epochs of shuffled train batches, seeded per epoch so a resumed run sees the same batches."""
+epochs of shuffled train batches, seeded per epoch so a resumed run sees the same batches.
+
+The plan is lazy: a step's batch is made when it is asked for (an epoch's shuffle at a time), so
+`train.epochs` costs nothing until the steps run, however large it is.
+"""
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+from typing import overload
 
 from skillgrad.benchmarks.base import Benchmark
 from skillgrad.config import TrainConfig
 from skillgrad.values import Task
 
-Plan = list[tuple[int, int, list[Task]]]  # (step, epoch, batch) of the whole run
+PlanStep = tuple[int, int, list[Task]]  # (step, epoch, batch)
 
 
 class Splits:
@@ -38,8 +45,43 @@ def steps_per_epoch(tasks: list[Task], train: TrainConfig) -> int:
     return math.ceil(len(tasks) / train.batch_size)
 
 
+class Plan(Sequence[PlanStep]):
+    """Every step of the run, numbered from 1: `plan[i]` is step i + 1 as (step, epoch, batch);
+    a slice is a plan of those steps. Nothing is built before it is asked for."""
+
+    def __init__(self, tasks: list[Task], train: TrainConfig, indexes: range | None = None) -> None:
+        self._tasks = tasks
+        self._train = train
+        self._per_epoch = steps_per_epoch(tasks, train)
+        self._indexes = indexes if indexes is not None else range(train.epochs * self._per_epoch)
+        # the last epochs' batches: a step and its neighbours share them (a shuffle per epoch)
+        self._batches = lru_cache(maxsize=2)(lambda epoch: epoch_batches(tasks, train, epoch))
+
+    def __len__(self) -> int:
+        return len(self._indexes)
+
+    @overload
+    def __getitem__(self, index: int) -> PlanStep: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Plan: ...
+
+    def __getitem__(self, index: int | slice) -> PlanStep | Plan:
+        if isinstance(index, slice):
+            return Plan(self._tasks, self._train, self._indexes[index])
+        number = self._indexes[index]  # an IndexError past the end, as a list's
+        epoch, position = divmod(number, self._per_epoch)
+        return number + 1, epoch + 1, self._batches(epoch + 1)[position]
+
+    def __iter__(self) -> Iterator[PlanStep]:
+        return (self[i] for i in range(len(self)))
+
+    def first_after(self, step: int) -> int:
+        """The index of the first step after step `step` in the whole run's plan (its length when
+        none is left)."""
+        return min(max(step, 0), len(self))
+
+
 def make_plan(tasks: list[Task], train: TrainConfig) -> Plan:
     """Every step of the run, numbered from 1."""
-    epochs = range(1, train.epochs + 1)
-    steps = [(epoch, batch) for epoch in epochs for batch in epoch_batches(tasks, train, epoch)]
-    return [(number, epoch, batch) for number, (epoch, batch) in enumerate(steps, start=1)]
+    return Plan(tasks, train)

@@ -1,37 +1,54 @@
-"""The trainer's progress: everything needed to continue a run after its last completed step."""
+"""The trainer's progress: everything needed to continue a run after its last completed step.
+
+`TrainState` is also the typed model of `state.json`: `from_json` validates what it reads (types,
+bounds, no unknown key) and raises `StateError` saying what is wrong. A new field is one line
+here, with a default, so the state.json of an older run still reads.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import ConfigDict, Field, NonNegativeInt, TypeAdapter, ValidationError
+
+from skillgrad.errors import describe_validation
 from skillgrad.loop.search.pool import Pool
 from skillgrad.run_folder import version_name
 from skillgrad.skill import Edit
 
-ValResults = dict[str, list[float]]  # task id -> score of each repeat
+Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]  # every score is clamped to [0, 1]
+ValResults = dict[str, list[Score]]  # task id -> score of each repeat
+# What every state.json has held since the first one: a file without them is not a checkpoint.
+CHECKPOINT_KEYS = ("step", "version", "current_text", "current_score", "best_version", "best_score")
+
+
+class StateError(ValueError):
+    """A state.json that is not a checkpoint; the message says what is wrong (one line)."""
 
 
 @dataclass
 class TrainState:
-    step: int = 0  # last completed step
-    version: int = 0  # number of the current skill version (vNNNN)
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    step: NonNegativeInt = 0  # last completed step
+    version: NonNegativeInt = 0  # number of the current skill version (vNNNN)
     current_text: str = ""
-    current_score: float = 0.0
-    baseline_score: float = 0.0
-    best_version: int = 0
-    best_step: int = 0
-    best_score: float = 0.0
-    accepted: int = 0
-    rejected: int = 0
-    rejected_epoch: int = 0  # epoch the rejected buffer belongs to
+    current_score: Score = 0.0
+    baseline_score: Score = 0.0
+    best_version: NonNegativeInt = 0
+    best_step: NonNegativeInt = 0
+    best_score: Score = 0.0
+    accepted: NonNegativeInt = 0
+    rejected: NonNegativeInt = 0
+    rejected_epoch: NonNegativeInt = 0  # epoch the rejected buffer belongs to
     rejected_edits: list[Edit] = field(default_factory=list)
     # skill content hash -> its per-item val results (racing may leave a rejected one partial)
     val_results: dict[str, ValResults] = field(default_factory=dict)
     # skill content hash -> train task ids that passed with it (for the `no_failures` stop)
     train_passed: dict[str, list[str]] = field(default_factory=dict)
-    rounds: int = 0  # sequential rounds of calls so far (observed), kept across a resume
-    task_text_copies: int = 0  # edits dropped because they copy a task's text
+    rounds: NonNegativeInt = 0  # sequential rounds of calls so far (observed), kept across a resume
+    task_text_copies: NonNegativeInt = 0  # edits dropped because they copy a task's text
     pool: Pool | None = None  # the frontier search's candidates (optimizer.search: frontier)
 
     def accept(self, text: str, score: float, step: int) -> bool:
@@ -75,10 +92,38 @@ class TrainState:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TrainState:
-        data = dict(data)
-        data["rejected_edits"] = [Edit.from_json(e) for e in data.get("rejected_edits", [])]
-        data.pop("val_scores", None)  # older runs kept only means; their incumbent is validated anew
-        if data.get("pool") is not None:
-            data["pool"] = Pool.from_json(data["pool"])
-        return cls(**data)
+    def from_json(cls, data: Any) -> TrainState:
+        """The state a checkpoint holds; StateError (one line) for anything that is not one."""
+        if not isinstance(data, dict):
+            raise StateError(f"expected a JSON object, got {type(data).__name__}")
+        missing = [key for key in CHECKPOINT_KEYS if key not in data]
+        if missing:
+            raise StateError(f"no {', '.join(missing)}: this is not a checkpoint skillgrad wrote")
+        data = {k: v for k, v in data.items() if k != "val_scores"}  # older runs: means only, redone
+        try:
+            state = _STATE.validate_python(data)
+        except ValidationError as exc:
+            raise StateError(describe_validation(exc)) from None
+        problem = state.inconsistency()
+        if problem:
+            raise StateError(problem)
+        return state
+
+    def inconsistency(self) -> str | None:
+        """What no run of the trainer can leave in a checkpoint, or None."""
+        if self.best_version > self.version:
+            return f"best_version {self.best_version} is past the current version {self.version}"
+        if self.best_step > self.step:
+            return f"best_step {self.best_step} is past the last completed step {self.step}"
+        if self.accepted + self.rejected > self.step:
+            return f"{self.accepted} accepted + {self.rejected} rejected steps, but only {self.step} ran"
+        if self.pool is not None:
+            versions = [m.version for m in self.pool.members]
+            if versions[-1] > self.version:
+                return f"pool member v{versions[-1]} is past the current version {self.version}"
+            if self.best_version not in versions:
+                return f"best_version {self.best_version} is not a member of the pool"
+        return None
+
+
+_STATE = TypeAdapter(TrainState)

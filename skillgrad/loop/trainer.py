@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,7 @@ from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import Gate
 from skillgrad.loop.interleaved import Interleaved
-from skillgrad.loop.plan import Plan, Splits, make_plan, steps_per_epoch
+from skillgrad.loop.plan import Plan, PlanStep, Splits, make_plan, steps_per_epoch
 from skillgrad.loop.records import GateRecord, StepEnd, StepRecord
 from skillgrad.loop.reflection import Reflection, propose_and_select
 from skillgrad.loop.rollout import mean_score
@@ -97,7 +98,7 @@ class Trainer:
         prefix = self.run.rollouts_dir(step, "train")
         return self.runner.rollouts(batch, skill, prefix, "rollout", step, fresh=True)
 
-    def _prefetch(self, plan: Plan, skill: str) -> None:
+    def _prefetch(self, plan: Sequence[PlanStep], skill: str) -> None:
         if self.ahead is not None:
             for step, _, batch in plan:
                 self.ahead.start(step, skill, functools.partial(self._train_rollouts, step, batch, skill))
@@ -166,7 +167,7 @@ class Trainer:
         started: StepRecord,
         candidate: SkillDoc | PackageDoc,
         outcomes: list[EditOutcome],
-        nxt: Plan,
+        nxt: Sequence[PlanStep],
         blocked: str | None = None,
     ) -> StepRecord:
         """Validate the candidate (unless there is nothing to validate), let the gate decide, write
@@ -200,7 +201,12 @@ class Trainer:
         )
 
     def _validate(
-        self, state: TrainState, step: int, candidate: SkillDoc | PackageDoc, nxt: Plan, gate: Gate
+        self,
+        state: TrainState,
+        step: int,
+        candidate: SkillDoc | PackageDoc,
+        nxt: Sequence[PlanStep],
+        gate: Gate,
     ) -> tuple[Validation, dict[str, list[float]]]:
         """The candidate's validation (racing in waves when configured) and the incumbent's results."""
         incumbent = self.incumbent_results(state)
@@ -322,7 +328,7 @@ class Trainer:
 
     def _steps(self, state: TrainState | None, total_steps: int) -> tuple[TrainState, str, str | None]:
         plan = make_plan(self.benchmark_split("train"), self.cfg.train)
-        pending = [i for i, (step, _, _) in enumerate(plan) if state is None or step > state.step]
+        pending = range(plan.first_after(state.step if state else 0), len(plan))  # lazy, as the plan
         if state is None:
             if pending:  # step 1's rollouts need only the initial skill: they run beside the baseline
                 self._prefetch(plan[pending[0] : pending[0] + 1], self.initial_skill)

@@ -21,6 +21,8 @@ _ACTION_STYLE = {"accepted": "bold green", "rejected": "red", "skipped": "yellow
 class RichObserver:
     """Live terminal view: step header, one progress bar per stage, scores, usage by role."""
 
+    name = "live progress view"  # in the warning if it fails (loop.events)
+
     def __init__(self, console: Console, *, auto_refresh: bool = True) -> None:
         self.console = console
         self.progress = Progress(

@@ -24,6 +24,8 @@ from skillgrad.run_folder import RunFiles
 class PlainObserver:
     """One line per event: for pipes, CI logs and anything that is not a terminal."""
 
+    name = "progress lines"  # in the warning if it fails (loop.events)
+
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
@@ -37,6 +39,8 @@ class PlainObserver:
 
 class LogFileObserver:
     """Appends every event as one line to a file (appending, so a resumed run keeps its history)."""
+
+    name = "train.log"  # in the warning if it fails (loop.events)
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -71,6 +71,8 @@ def _usage_metrics(raw: Any) -> dict[str, float]:
 class MlflowObserver:
     """One MLflow run per training run, created at `run_start` and closed at `run_end`."""
 
+    name = "MLflow tracking"  # in the warning if it fails (loop.events)
+
     def __init__(self, client: Any, params: dict[str, str], out_dir: Path) -> None:
         self.client = client
         self.params = params

@@ -335,7 +335,7 @@ def run_context(run: Run) -> dict[str, Any]:
             ]
         ),
         "steps": step_rows(run),
-        "reflections": reflection_rows(run.path),
+        "reflections": reflection_rows(run.path, run.warnings),
         "diffs": skill_diffs(run),
         "sizes": version_sizes(run.skills, (run.config.get("skill") or {}).get("max_chars")),
         "comparisons": task_comparisons(run),

@@ -2,6 +2,9 @@
 
 Only `history.jsonl`, `summary.json` or `eval.json` is required; everything else (test split,
 traces of a chat target, a summary of a run still in progress) is optional and simply left out.
+Every file is read through `report.files`: a large one is shown in part with its size (the task's
+`notes`), a damaged one is skipped with a warning naming it (`Run.warnings`), and the rest of the
+report still renders.
 
 An agent target writes inside the run folder (its workspace lives there), so the reader trusts
 nothing it merely finds: a rollout set shows only the tasks its index (`<set>.tasks.json`, written
@@ -12,14 +15,23 @@ to the real tasks, or an `answer.txt` linking to a file outside, is not shown or
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import UserError
 from skillgrad.loop.records import StepRecord
 from skillgrad.package.folder import load_package
-from skillgrad.run_folder import RunFiles
+from skillgrad.report.files import (
+    Notes,
+    Partial,
+    keep_text,
+    plain_file,
+    read_array_head,
+    read_object,
+    read_text,
+)
+from skillgrad.run_folder import RunFiles, read_task_index, task_index_path
 from skillgrad.values import TraceStep
 
 SPLIT_ORDER = {"val": 0, "test": 1, "train": 2}
@@ -37,12 +49,21 @@ class TaskRollout:
     feedback: str = ""
     is_error: bool = False
     error: str | None = None
-    trace: list[TraceStep] = field(default_factory=list)
+    trace: list[TraceStep] = field(default_factory=list)  # the first steps (report.files.TRACE_STEPS)
     trace_text: str | None = None  # claude_trace_steps.txt, shown when there is no trace.json
+    trace_total: int | None = None  # steps in trace.json (None: as many as `trace`)
+    trace_errors: int | None = None  # error steps in trace.json (None: those of `trace`)
+    notes: list[str] = field(default_factory=list)  # this task's files shown in part, and why
 
     @property
     def tool_errors(self) -> int:
+        if self.trace_errors is not None:
+            return self.trace_errors
         return sum(1 for s in self.trace if s.is_error)
+
+    @property
+    def steps(self) -> int:
+        return self.trace_total if self.trace_total is not None else len(self.trace)
 
 
 @dataclass
@@ -76,6 +97,7 @@ class Run:
     best_skill: str | None
     rollout_sets: list[RolloutSet]
     eval: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)  # damaged files, each skipped
 
     @property
     def name(self) -> str:
@@ -95,113 +117,127 @@ class Run:
 
 
 # ---------------------------------------------------------------------------------------------
-# file readers: every malformed file becomes a one-line UserError naming it
+# the files of a task and of a rollout set
 
 
-MAX_READ_BYTES = 4 * 1024 * 1024  # one artifact shown in the report; larger ones are cut
-
-
-def _plain_file(path: Path) -> bool:
-    """A regular file reached without a symlink (the agent may have planted links)."""
-    return path.is_file() and not path.is_symlink()
-
-
-def _read_bytes(path: Path) -> bytes:
+def _read_history(path: Path, warnings: list[str]) -> list[dict[str, Any]]:
+    """History rows, line by line. A line that is not a JSON object is skipped with a warning,
+    except a torn last line (a run still writing, or killed), skipped in silence: the report
+    only reads, it never touches a run that may still be going."""
+    if not plain_file(path):
+        return []
     with path.open("rb") as handle:
-        return handle.read(MAX_READ_BYTES)
-
-
-def _read_json(path: Path, default: Any = None) -> Any:
-    if not _plain_file(path):
-        return default
-    try:
-        return json.loads(_read_bytes(path).decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not valid UTF-8 JSON ({exc}); is the run folder damaged?") from None
-
-
-def _read_text(path: Path) -> str | None:
-    if not _plain_file(path):
-        return None
-    return _read_bytes(path).decode("utf-8", errors="replace")
-
-
-def _read_history(path: Path) -> list[dict[str, Any]]:
-    """History rows; a torn last line (a run still writing, or killed) is skipped, not repaired:
-    the report only reads, it never touches a run that may still be going."""
+        lines = [(number, line) for number, line in enumerate(handle, 1) if line.strip()]
     rows: list[dict[str, Any]] = []
-    if not path.is_file():
-        return rows
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    bad: list[int] = []
+    for position, (number, line) in enumerate(lines, 1):
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            if n == len(lines):
-                break
-            raise UserError(f"{path}:{n}: not a JSON line; is the run folder damaged?") from None
-        if isinstance(row, dict):
-            rows.append(row)
+            row = json.loads(line.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            row = None
+        kept = _history_row(row) if isinstance(row, dict) else None
+        if kept is not None:
+            rows.append(kept)
+        elif not (position == len(lines) and not line.endswith(b"\n")):
+            bad.append(number)
+    if bad:
+        shown = ", ".join(map(str, bad[:5])) + (" ..." if len(bad) > 5 else "")
+        warnings.append(f"{path}: line(s) {shown} not a step's record; skipped in the report")
     return rows
 
 
-def _read_trace(folder: Path) -> list[TraceStep]:
-    raw = _read_json(folder / RunFiles.TRACE, [])
-    steps = []
-    for item in raw if isinstance(raw, list) else []:
-        if isinstance(item, dict) and "kind" in item:
-            steps.append(TraceStep.from_json({**item, "text": str(item.get("text", ""))}))
-    return steps
+# the fields of a history row the report reads by their type (the others it reads as it finds them)
+_HISTORY_TYPES = {"step": int, "action": str, "version": str, "edits": list, "usage": dict, "dropped": dict}
+
+
+def _history_row(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A history row as the report keeps it (long texts, an edit's content, kept in part); None
+    for one whose fields are not of their type (null is as good as absent)."""
+    for key, kind in _HISTORY_TYPES.items():
+        value = row.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            return None
+
+    def short(item: dict[str, Any]) -> dict[str, Any]:
+        return {k: keep_text(v) if isinstance(v, str) else v for k, v in item.items()}
+
+    edits = [{**_EDIT_FIELDS, **short(e)} for e in row.get("edits") or [] if isinstance(e, dict)]
+    return {**short(row), "edits": edits}
+
+
+_EDIT_FIELDS = dict.fromkeys(("op", "target", "content", "rationale", "status", "reason"), "")
+
+
+def _read_trace(folder: Path, notes: Notes, task: TaskRollout) -> None:
+    head = read_array_head(folder / RunFiles.TRACE, notes)
+    if head is None:
+        return
+    items = [item for item in head.items if isinstance(item, dict) and "kind" in item]
+    task.trace = [_step(item) for item in items]
+    task.trace_total, task.trace_errors = head.total, head.errors
+
+
+def _step(item: dict[str, Any]) -> TraceStep:
+    step = TraceStep.from_json(item)
+    text = item.get("text")
+    return replace(step, text=Partial(step.text, text.whole)) if isinstance(text, Partial) else step
+
+
+def _text(value: Any) -> str:
+    """A field as text; text read in part stays a `Partial` (str() would make it plain)."""
+    return value if isinstance(value, str) else str(value or "")
 
 
 def _as_float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def read_task(folder: Path) -> TaskRollout:
-    score = _read_json(folder / RunFiles.SCORE, {}) or {}
-    task = _read_json(folder / RunFiles.TASK, {}) or {}
-    answer = _read_text(folder / RunFiles.ANSWER)
+def read_task(folder: Path, warnings: list[str] | None = None) -> TaskRollout:
+    """One task folder. Its files shown in part are in the task's `notes`; a damaged one is
+    skipped, with a warning added to `warnings`."""
+    notes = Notes()
+    score = read_object(folder / RunFiles.SCORE, notes)
+    task = read_object(folder / RunFiles.TASK, notes)
+    answer = read_text(folder / RunFiles.ANSWER, notes)
     expected = score.get("expected") or task.get("answers") or []
-    return TaskRollout(
+    rollout = TaskRollout(
         task_id=str(task.get("id") or folder.name),
-        question=str(task.get("question") or ""),
-        context=str(task.get("context") or ""),
+        question=_text(task.get("question")),
+        context=_text(task.get("context")),
         score=_as_float(score.get("value")),
         passed=score.get("passed") if isinstance(score.get("passed"), bool) else None,
-        answer=answer if answer is not None else str(score.get("answer") or ""),
-        expected=[str(e) for e in expected] if isinstance(expected, list) else [str(expected)],
-        feedback=str(score.get("feedback") or ""),
+        answer=answer if answer is not None else _text(score.get("answer")),
+        expected=[_text(e) for e in expected] if isinstance(expected, list) else [_text(expected)],
+        feedback=_text(score.get("feedback")),
         is_error=bool(score.get("is_error", False)),
-        error=score.get("error"),
-        trace=_read_trace(folder),
-        trace_text=_read_text(folder / RunFiles.CLAUDE_TRACE),
+        error=_text(score["error"]) if score.get("error") else None,
+        trace_text=read_text(folder / RunFiles.CLAUDE_TRACE, notes),
     )
+    _read_trace(folder, notes, rollout)
+    rollout.notes = [note.replace(f"{folder}/", "", 1) for note in notes.notes]
+    if warnings is not None:
+        warnings.extend(notes.warnings)
+    return rollout
 
 
-def task_index_path(folder: Path) -> Path:
-    """Where the trainer lists the task folders of the rollout set in `folder`."""
-    return folder.with_name(f"{folder.name}{RunFiles.TASK_INDEX}")
-
-
-def _task_folders(folder: Path) -> list[Path]:
+def _task_folders(folder: Path, warnings: list[str]) -> list[Path]:
     """The set's task folders as its index lists them (an older run without one: every real,
-    non-symlinked sub-folder)."""
-    index = _read_json(task_index_path(folder))
-    if isinstance(index, list):
-        names = [n for n in index if isinstance(n, str) and n and "/" not in n and n not in (".", "..")]
-        candidates = [folder / n for n in names]
+    non-symlinked sub-folder; a damaged index: none, with a warning)."""
+    index = task_index_path(folder)
+    if plain_file(index):
+        try:
+            candidates = [folder / name for name in read_task_index(index)]
+        except (ValueError, OSError) as exc:
+            warnings.append(f"{index}: not a list of task folders ({exc}); its set is skipped in the report")
+            return []
     else:
         candidates = sorted(folder.iterdir())
     return [d for d in candidates if d.is_dir() and not d.is_symlink()]
 
 
-def _read_set(
-    folder: Path, key: str, title: str, split: str, step: int | None, version: str | None
-) -> RolloutSet:
-    tasks = [read_task(d) for d in _task_folders(folder)]
+def _read_set(folder: Path, key: str, title: str, split: str, step: int | None, version: str | None,
+              warnings: list[str]) -> RolloutSet:  # fmt: skip
+    tasks = [read_task(d, warnings) for d in _task_folders(folder, warnings)]
     return RolloutSet(key, title, split, step, version, tasks)
 
 
@@ -223,12 +259,13 @@ def _version_before_step(history: list[dict[str, Any]], step: int) -> str:
     return versions[-1] if versions else "v0000"
 
 
-def _rollout_sets(path: Path, history: list[dict[str, Any]]) -> list[RolloutSet]:
+def _rollout_sets(path: Path, history: list[dict[str, Any]], warnings: list[str]) -> list[RolloutSet]:
     sets: list[RolloutSet] = []
     test_root = path / "test"
     if test_root.is_dir():
         for vdir in sorted(d for d in test_root.iterdir() if d.is_dir()):
-            sets.append(_read_set(vdir, f"test-{vdir.name}", f"test · {vdir.name}", "test", None, vdir.name))
+            title = f"test · {vdir.name}"
+            sets.append(_read_set(vdir, f"test-{vdir.name}", title, "test", None, vdir.name, warnings))
     steps_root = path / RunFiles.STEPS
     for sdir in sorted(d for d in steps_root.iterdir() if d.is_dir()) if steps_root.is_dir() else []:
         if not sdir.name.isdigit():
@@ -248,7 +285,9 @@ def _rollout_sets(path: Path, history: list[dict[str, Any]]) -> list[RolloutSet]
             label = "baseline" if step == 0 else f"step {step}"
             title = f"{label} · {split_dir.name}" + (f" · {version}" if version and step else "")
             sets.append(
-                _read_set(split_dir, f"step{step}-{split_dir.name}", title, split_dir.name, step, version)
+                _read_set(
+                    split_dir, f"step{step}-{split_dir.name}", title, split_dir.name, step, version, warnings
+                )
             )
     rollouts = path / RunFiles.ROLLOUTS  # an eval folder
     for split_dir in sorted(rollouts.glob("*")) if rollouts.is_dir() else []:
@@ -261,6 +300,7 @@ def _rollout_sets(path: Path, history: list[dict[str, Any]]) -> list[RolloutSet]
                     split_dir.name,
                     None,
                     None,
+                    warnings,
                 )
             )
     return sets
@@ -270,12 +310,17 @@ def _skills(path: Path) -> dict[str, str]:
     """version -> skill text: skills/vNNNN.md, or a package's folder skills/vNNNN/ as its text."""
     folder = path / RunFiles.SKILLS
     files = sorted(folder.glob("v*.md")) if folder.is_dir() else []
-    skills = {f.stem: f.read_text(encoding="utf-8", errors="replace") for f in files}
+    skills = {f.stem: text for f in files if (text := _read_skill(f)) is not None}
     for version in sorted(folder.glob("v[0-9][0-9][0-9][0-9]")) if folder.is_dir() else []:
         text = _package_text(version)
         if text is not None:
             skills[version.name] = text
     return dict(sorted(skills.items()))
+
+
+def _read_skill(path: Path) -> str | None:
+    """A skill file, whole (`propose` installs it): a skill is the run's artifact, not a log."""
+    return path.read_text(encoding="utf-8", errors="replace") if plain_file(path) else None
 
 
 def _package_text(folder: Path) -> str | None:
@@ -299,18 +344,24 @@ def load_run(path: Path) -> Run:
             f"{path}: not a skillgrad run folder (none of {', '.join(markers)}); "
             "pass the --out folder of `skillgrad train` or `skillgrad eval`"
         )
-    history = _read_history(path / RunFiles.HISTORY)
+    notes = Notes()
+    history = _read_history(path / RunFiles.HISTORY, notes.warnings)
     best = path / RunFiles.BEST_SKILL
-    summary = _read_json(path / RunFiles.SUMMARY, {}) or {}
-    if not isinstance(summary, dict):
-        raise UserError(f"{path / RunFiles.SUMMARY}: expected a JSON object; is the run folder damaged?")
+    summary = read_object(path / RunFiles.SUMMARY, notes)
+    config = read_object(path / RunFiles.CONFIG, notes)
+    if any(not isinstance(section, dict) for section in config.values()):
+        notes.damaged(path / RunFiles.CONFIG, "a section that is not a mapping")
+        config = {}
+    evaluation = read_object(path / RunFiles.EVAL, notes) if plain_file(path / RunFiles.EVAL) else None
+    sets = _rollout_sets(path, history, notes.warnings)
     return Run(
         path=path,
-        config=_read_json(path / RunFiles.CONFIG, {}) or {},
+        config=config,
         summary=summary,
         history=history,
         skills=_skills(path),
-        best_skill=_package_text(best) or _read_text(best.with_suffix(".md")),
-        rollout_sets=_rollout_sets(path, history),
-        eval=_read_json(path / RunFiles.EVAL),
+        best_skill=_package_text(best) or _read_skill(best.with_suffix(".md")),
+        rollout_sets=sets,
+        eval=evaluation,
+        warnings=notes.warnings,
     )

@@ -6,6 +6,7 @@ interpolated value by default, and no template passes run data through `|safe` o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from skillgrad.atomic import write_text_atomic
 from skillgrad.errors import UserError
 from skillgrad.report.context import compare_context, run_context
-from skillgrad.report.data import load_run
+from skillgrad.report.data import Run, load_run
+from skillgrad.report.files import Partial
 from skillgrad.report.usage import fmt_cost
 
 
@@ -29,7 +31,12 @@ def _score_class(value: Any) -> str:
 
 
 def _clip(text: Any, limit: int = 500) -> str:
+    """At most `limit` characters; what is cut is counted (or, for text read in part from a
+    larger file or value, the whole's size is named)."""
+    whole = text.whole if isinstance(text, Partial) else None
     text = "" if text is None else str(text)
+    if whole is not None:
+        return f"{text[:limit]}… [{whole} in all]"
     return text if len(text) <= limit else f"{text[:limit]}… [+{len(text) - limit:,} chars]"
 
 
@@ -56,20 +63,26 @@ def environment() -> Environment:
     return env
 
 
-def render_report(run_dirs: list[Path]) -> str:
-    """HTML of the report for one run folder, or the comparison page for two."""
-    if len(run_dirs) not in (1, 2):
-        raise UserError(f"report takes one run folder or two to compare, got {len(run_dirs)}")
-    runs = [load_run(Path(p)) for p in run_dirs]
+def render_report(runs: list[Run]) -> str:
+    """HTML of the report for one run, or the comparison page for two."""
     env = environment()
     if len(runs) == 1:
         return env.get_template("report.html.j2").render(**run_context(runs[0]))
     return env.get_template("compare.html.j2").render(**compare_context(runs[0], runs[1]))
 
 
-def write_report(run_dirs: list[Path], out: Path | None = None) -> Path:
-    """Write the report; default `<run>/report.html`, or `<first run>/compare.html` for two runs."""
-    html = render_report(run_dirs)
+def write_report(
+    run_dirs: list[Path], out: Path | None = None, *, on_warning: Callable[[str], None] | None = None
+) -> Path:
+    """Write the report; default `<run>/report.html`, or `<first run>/compare.html` for two runs.
+    Each damaged file the report skipped is also passed to `on_warning` (one line each)."""
+    if len(run_dirs) not in (1, 2):
+        raise UserError(f"report takes one run folder or two to compare, got {len(run_dirs)}")
+    runs = [load_run(Path(p)) for p in run_dirs]
+    html = render_report(runs)  # its sections may skip more damaged files: warnings come after
+    for warning in (w for run in runs for w in run.warnings):
+        if on_warning is not None:
+            on_warning(warning)
     if out is None:
         out = Path(run_dirs[0]) / ("report.html" if len(run_dirs) == 1 else "compare.html")
     try:

@@ -4,24 +4,26 @@ with what it read to propose its edits. For an analyst that read a workspace
 hits, each read shown as the lines themselves from the kept folder (`mb_NN/`), so a user sees the
 evidence an edit came from; for both modes, turns, tool calls, tokens and wall time.
 
-Read like the rest of the report: only records named as the trainer names them, no symlink
-followed, a damaged record skipped (its name listed) rather than failing the page.
+Read like the rest of the report (`report.files`): only records named as the trainer names them,
+no symlink followed, a damaged record skipped with a warning naming it rather than failing the page.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+from skillgrad.report.files import Notes, plain_file, read_object
 from skillgrad.run_folder import RunFiles
 
 _RECORD = re.compile(r"^mb_\d+(_p\d+)?(_reask)?\.json$")
-MAX_RECORD_BYTES = 4 * 1024 * 1024
 EXCERPT_LINES = 40  # of one range read, shown in the report
 LINE_CHARS = 300
+_SKIP_CHARS = 1024 * 1024  # read at a time past the end of a long line
 
 
 @dataclass
@@ -44,21 +46,6 @@ class ReflectionRow:
     opened: list[Opened]
 
 
-def _plain(path: Path) -> bool:
-    return path.is_file() and not path.is_symlink()
-
-
-def _load(path: Path) -> dict[str, Any] | None:
-    if not _plain(path):
-        return None
-    try:
-        with path.open("rb") as handle:
-            data = json.loads(handle.read(MAX_RECORD_BYTES).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _inside(root: Path, rel: str) -> Path | None:
     """`rel` under `root`, reached through no symlink, or None."""
     path = root
@@ -66,21 +53,30 @@ def _inside(root: Path, rel: str) -> Path | None:
         if part in ("..", "/") or path.is_symlink():
             return None
         path = path / part
-    return path if _plain(path) else None
+    return path if plain_file(path) else None
 
 
-def _excerpt(workspace: Path, rel: str, lines: list[int]) -> list[tuple[int, str]]:
+def _clipped_lines(handle: TextIO) -> Iterator[str]:
+    """Each line's first LINE_CHARS + 1 characters; the rest of a longer line is read past in
+    chunks, so a file of one huge line costs no more memory than a short one."""
+    while line := handle.readline(LINE_CHARS + 1):
+        rest = line
+        while not rest.endswith("\n") and (rest := handle.readline(_SKIP_CHARS)):
+            pass
+        yield line.rstrip("\n")
+
+
+def _excerpt(workspace: Path, rel: str, lines: list[Any]) -> list[tuple[int, str]]:
     path = _inside(workspace, rel)
-    if path is None or len(lines) != 2:
-        return []
-    start, end = int(lines[0]), min(int(lines[1]), int(lines[0]) + EXCERPT_LINES - 1)
+    if path is None or len(lines) != 2 or not all(type(n) is int for n in lines):
+        return []  # a record the trainer did not write: nothing to show
+    start, end = lines[0], min(lines[1], lines[0] + EXCERPT_LINES - 1)
     out = []
     with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
+        for number, text in enumerate(_clipped_lines(handle), 1):
             if number > end:
                 break
             if number >= start:
-                text = line.rstrip("\n")
                 out.append((number, text if len(text) <= LINE_CHARS else text[:LINE_CHARS] + "…"))
     return out
 
@@ -114,16 +110,18 @@ def _opened(record: dict[str, Any], workspace: Path | None) -> list[Opened]:
     return out
 
 
-def reflection_rows(run_path: Path) -> list[ReflectionRow]:
-    """Every reflection of every step, in step and name order."""
+def reflection_rows(run_path: Path, warnings: list[str] | None = None) -> list[ReflectionRow]:
+    """Every reflection of every step, in step and name order; each record that is damaged is
+    skipped, with a warning added to `warnings`."""
+    notes = Notes()
     rows = []
     for step_dir in sorted((run_path / RunFiles.STEPS).glob("[0-9]*")):
         folder = step_dir / RunFiles.REFLECTIONS
         if not step_dir.name.isdigit() or not folder.is_dir() or folder.is_symlink():
             continue
         for path in sorted(folder.iterdir()):
-            record = _load(path) if _RECORD.match(path.name) else None
-            if record is None:
+            record = read_object(path, notes) if _RECORD.match(path.name) and plain_file(path) else None
+            if not record:
                 continue
             name = path.stem
             session = record.get("session")
@@ -140,4 +138,6 @@ def reflection_rows(run_path: Path) -> list[ReflectionRow]:
                     opened=_opened(record, workspace),
                 )
             )
+    if warnings is not None:
+        warnings.extend(notes.warnings)
     return rows

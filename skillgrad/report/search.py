@@ -4,16 +4,16 @@ table, read from the pool in state.json (a greedy run has none: no section)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
-from skillgrad.errors import UserError
+from skillgrad.errors import describe_validation
 from skillgrad.loop.search.dominance import winners
 from skillgrad.loop.search.pool import Member, Pool
 from skillgrad.report.data import Run
+from skillgrad.report.files import Notes, read_json
 from skillgrad.run_folder import RunFiles, version_name
 
 
@@ -51,22 +51,20 @@ class SearchView:
 
 
 def read_pool(run: Run) -> Pool | None:
-    """The pool in the run's state.json (None: no frontier search, or no state yet)."""
+    """The pool in the run's state.json (None: no frontier search, or no state yet). A damaged
+    state.json or pool is a warning on the run (the section is left out, the rest renders)."""
     path = run.path / RunFiles.STATE
-    if not path.is_file() or path.is_symlink():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not valid UTF-8 JSON ({exc}); is the run folder damaged?") from None
+    notes = Notes()
+    data = read_json(path, notes, clip=False)  # the pool is validated whole
+    run.warnings.extend(notes.warnings)
     if not isinstance(data, dict) or data.get("pool") is None:
         return None
     try:
         return Pool.from_json(data["pool"])
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "pool"
-        raise UserError(f"{path}: pool.{where}: {first['msg']}; is the run folder damaged?") from None
+        notes.damaged(path, f"pool: {describe_validation(exc)}")
+        run.warnings.extend(notes.warnings[-1:])
+        return None
 
 
 def _tree(pool: Pool, best: str | None, tests: dict[str, Any]) -> TreeNode:

@@ -15,10 +15,15 @@ from skillgrad.values import Usage
 
 
 def to_bucket(data: dict[str, Any]) -> Bucket:
-    if "known_usd" in data or "unknown_cost_calls" in data:
-        return Bucket.from_json(data)
-    bucket = Bucket()
-    bucket.add(Usage.from_json(data))
+    """Either shape as a Bucket; figures that are not numbers count as nothing (a report never
+    fails on a damaged ledger)."""
+    try:
+        if "known_usd" in data or "unknown_cost_calls" in data:
+            return Bucket.from_json(data)
+        bucket = Bucket()
+        bucket.add(Usage.from_json(data))
+    except (TypeError, ValueError):
+        return Bucket()
     return bucket
 
 
@@ -54,7 +59,7 @@ def by_role(run: Run) -> list[tuple[str, Bucket]]:
     if isinstance(raw, dict):
         return sorted((role, to_bucket(u)) for role, u in raw.items() if isinstance(u, dict))
     totals: dict[str, Bucket] = {}  # a run without a summary yet: add up its steps
-    for row in run.history:
+    for row in run.history:  # (report.data keeps only rows whose usage is a mapping)
         for role, u in (row.get("usage") or {}).items():
             if isinstance(u, dict):
                 totals[role] = merge(totals.get(role, Bucket()), to_bucket(u))

@@ -37,19 +37,22 @@ from skillgrad.package.model import is_package
 from skillgrad.package.wiring import check_initial_package
 from skillgrad.redact import Redactor
 from skillgrad.run_folder import RunDir
+from skillgrad.session.paths import check_input
 from skillgrad.values import SPLITS
 
 
-def read_skill(path: Path) -> str:
-    """A skill file's markdown, or a skill folder as its package text (see skillgrad.package)."""
+def read_skill(path: Path, name: str = "skill.init") -> str:
+    """A skill file's markdown, or a skill folder as its package text (see skillgrad.package);
+    `name` is how the user gave the path (skill.init, --skill), for the error."""
+    check_input(name, path)
     if path.is_dir():
         return load_package(path).encode()
-    if not path.is_file():
-        raise UserError(f"{path}: skill file not found; check skill.init / --skill")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: skill file is not UTF-8 (byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise UserError(f"{name} {path}: cannot read the skill ({exc.strerror}); check the file") from None
     if is_package(text):
         raise UserError(f"{path}: begins with skillgrad's package header; pass the skill's folder instead")
     return text

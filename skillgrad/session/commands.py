@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from skillgrad.activation.both import DESCRIPTION_DIR
 from skillgrad.activation.description import with_front_matter
 from skillgrad.activation.runs import activation_roles, make_trainer
 from skillgrad.activation.world import ActivationPlan, needs_tasks, plan_activation, trigger_config
@@ -32,7 +34,15 @@ from skillgrad.session.build import (
     read_skill,
     redactor_for,
 )
-from skillgrad.session.resume import check_same_config, earlier_sessions, finished_summary, load_checkpoint
+from skillgrad.session.resume import (
+    check_credentials,
+    check_part,
+    check_resumable,
+    check_same_config,
+    earlier_sessions,
+    finished_summary,
+    load_checkpoint,
+)
 
 
 def disk_error(exc: OSError) -> str:
@@ -116,6 +126,10 @@ def train(cfg: Config, out: Path | None, *, resume: bool = False, use_cache: boo
                 print(f"{out}: this run is finished, nothing to resume (nothing is spent or changed)")
                 print(final_line(done, out))
             return 0
+        check_credentials(out, cfg, os.environ)  # said once, before anything runs or changes
+        check_resumable(out)
+        if cfg.optimizer.target == "both":
+            check_part(out / DESCRIPTION_DIR)  # the description part's own folder, checked alike
     if not resume and out is not None:
         out = fresh_out(out)
     skill = initial_skill(cfg)
@@ -191,7 +205,7 @@ def _train(
 
 
 def evaluate(cfg: Config, skill_path: Path, split: str, out: Path | None, *, use_cache: bool = True) -> int:
-    skill = read_skill(skill_path)
+    skill = read_skill(skill_path, "--skill")
     benchmark = checked_benchmark(cfg, (split,))
     out = fresh_out(out) if out is not None else None
     with open_executor(cfg) as executor:

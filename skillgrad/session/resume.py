@@ -2,20 +2,30 @@
 
 What makes a resume pay nothing twice is the call cache (every finished model call and rollout is
 on disk); this module restores the trainer's position and refuses to mix two different runs.
+
+Everything a resume reads is checked before anything in the folder changes (`check_resumable`):
+config.json, state.json and its ledger, history.jsonl, the paid journal, every rollout set's
+index and the skill versions the state names, each against its typed model and against each
+other. A damaged file is one `UserError` naming it, what is wrong and what to do.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillgrad.budget import Ledger, PaidJournal
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, ValidationError
+
+from skillgrad.backend_specs import spec_for
+from skillgrad.budget import Ledger, LedgerFileError, PaidJournal, ledger_record
 from skillgrad.config import Config, config_from_data
-from skillgrad.errors import UserError
-from skillgrad.loop.state import TrainState
-from skillgrad.run_folder import RunDir, RunFiles
+from skillgrad.errors import UserError, describe_validation
+from skillgrad.loop.state import StateError, TrainState
+from skillgrad.run_folder import RunDir, RunFiles, read_task_index, version_name
 
 REDACTED_SECRET = "**********"  # how pydantic writes a SecretStr into config.json
 # Sections a resume may change: spending caps, experiment tracking, the cache location, and where
@@ -34,15 +44,18 @@ def _drop_redacted(node: Any) -> Any:
     return node
 
 
-def _stored(out: Path) -> dict[str, Any]:
+def _raw_config(out: Path) -> dict[str, Any]:
     path = out / RunFiles.CONFIG
     if not path.is_file():
         raise UserError(f"{out}: not a skillgrad run folder (no config.json); check the --resume path")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise UserError(f"{path}: unreadable config.json; this run folder cannot be resumed") from None
-    return _drop_redacted(data)  # type: ignore[no-any-return]
+    data = _json_file(path)
+    if not isinstance(data, dict):
+        raise _damaged(path, f"expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _stored(out: Path) -> dict[str, Any]:
+    return _drop_redacted(_raw_config(out))  # type: ignore[no-any-return]
 
 
 def stored_config(out: Path, overrides: list[str], **roles: str | None) -> Config:
@@ -78,24 +91,176 @@ def check_same_config(out: Path, cfg: Config) -> None:
         )
 
 
+# ---------------------------------------------------------------------------------------------
+# what resume reads, checked before anything changes
+
+_FIX = "start a new run with another --out (the call cache replays the calls this run already paid for)"
+
+
+def _damaged(path: Path, what: str) -> UserError:
+    return UserError(f"{path}: {what}; the run folder is damaged: {_FIX}")
+
+
+def _json_file(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise _damaged(path, f"not valid UTF-8 JSON ({reason})") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+
+
+class _HistoryRow(BaseModel):
+    """What resume needs of a history.jsonl line (the report reads the rest)."""
+
+    model_config = ConfigDict(extra="allow")
+    step: NonNegativeInt
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    state: TrainState
+    ledger: dict[str, Any]  # as state.json holds it (validated)
+
+
+def _history_steps(out: Path) -> list[int]:
+    path = out / RunFiles.HISTORY
+    rows = RunDir(out).read_history(repair=False)
+    steps = []
+    for number, row in enumerate(rows, 1):
+        try:
+            steps.append(_HistoryRow.model_validate(row).step)
+        except ValidationError as exc:
+            raise _damaged(path, f"line {number}: {describe_validation(exc)}") from None
+    return steps
+
+
+def _checkpoint(out: Path, steps: list[int]) -> Checkpoint | None:
+    path = out / RunFiles.STATE
+    if not path.exists():
+        if steps:
+            raise _damaged(path, f"missing, but history.jsonl records {len(steps)} step(s)")
+        return None  # the baseline never finished: the run starts over
+    data = _json_file(path)
+    try:
+        ledger = data.pop("ledger", {}) if isinstance(data, dict) else {}
+        ledger_record(ledger)
+        state = TrainState.from_json(data)
+    except (StateError, LedgerFileError) as exc:
+        raise _damaged(path, str(exc)) from None
+    if state.step and state.step not in steps:
+        last = f"its last step is {max(steps)}" if steps else "it records no step"
+        raise _damaged(path, f"step {state.step} is not in history.jsonl ({last})")
+    for field, version in (("version", state.version), ("best_version", state.best_version)):
+        skill = out / RunFiles.SKILLS / version_name(version)
+        if not (skill.with_suffix(".md").is_file() or skill.is_dir()):
+            raise _damaged(path, f"{field} {version} names {skill}(.md), which is missing")
+    return Checkpoint(state, ledger)
+
+
+def _check_journal(out: Path, checkpoint: Checkpoint | None) -> None:
+    path = out / RunFiles.PAID
+    try:
+        lines = PaidJournal(path).check()
+    except LedgerFileError as exc:
+        raise _damaged(path, str(exc)) from None
+    mark = checkpoint.ledger.get("journal_mark") if checkpoint else None
+    if isinstance(mark, int) and mark > lines:
+        raise _damaged(
+            out / RunFiles.STATE, f"ledger.journal_mark {mark} is past the {lines} lines of {path}"
+        )
+
+
+def _check_task_indexes(out: Path) -> None:
+    for root in (out / RunFiles.STEPS, out / RunFiles.TEST):
+        for index in sorted(root.rglob(f"*{RunFiles.TASK_INDEX}")) if root.is_dir() else []:
+            try:
+                read_task_index(index)
+            except ValueError as exc:
+                raise _damaged(index, f"not a list of task folders ({exc})") from None
+
+
+def check_resumable(out: Path) -> Checkpoint | None:
+    """Every file a resume reads, validated and checked against the others; changes nothing.
+    The checkpoint (None: the baseline never finished), or UserError naming the damaged file."""
+    steps = _history_steps(out)
+    checkpoint = _checkpoint(out, steps)
+    _check_journal(out, checkpoint)
+    _check_task_indexes(out)
+    return checkpoint
+
+
+def check_part(out: Path) -> TrainState | None:
+    """A part's run folder inside a run's (optimizer.target: both: its `description/`): its history,
+    state and rollout-set indexes checked as a run's are (its ledger and paid journal are the
+    run's). Its state (None: its baseline never finished), or UserError naming the damaged file."""
+    if not out.is_dir():
+        return None
+    checkpoint = _checkpoint(out, _history_steps(out))
+    _check_task_indexes(out)
+    return checkpoint.state if checkpoint else None
+
+
+def check_credentials(out: Path, cfg: Config, environ: Mapping[str, str]) -> None:
+    """A key the run's config file gave is never stored in the run folder. A harness resumed
+    without it would fail every task ("Not logged in") or run on the CLI's own login; a chat
+    backend without a key refuses to start, or its server answers the first call with a 401 (one
+    line either way). UserError saying what to pass, for a harness role."""
+    model = _raw_config(out).get("model")
+    model = model if isinstance(model, dict) else {}
+    for role in ("optimizer", "target"):
+        spec = spec_for(cfg.model.backend_for(role))
+        given = next((k for k in (f"{role}_api_key", "api_key") if model.get(k) is not None), None)
+        key_env = spec.key_env
+        if not spec.harness or not key_env or given is None or model[given] != REDACTED_SECRET:
+            continue
+        if not cfg.model.api_key_for(role) and not environ.get(key_env):
+            raise UserError(
+                f"{out}: the run's config file gave model.{given} ({role} role), which is never stored in "
+                f"the run folder; to resume, export {key_env}, or pass that file again (with the run's "
+                f"other flags): skillgrad train --resume {out} --config FILE"
+            )
+
+
 def load_checkpoint(
     out: Path, cfg: Config, journal: PaidJournal | None = None
 ) -> tuple[TrainState | None, Ledger]:
     """The state after the last completed step (None: the baseline never finished) and the
     ledger, with the journal's calls paid since that checkpoint added (see skillgrad.budget);
-    history.jsonl is cut back to that step, its torn tail repaired."""
+    history.jsonl is cut back to that step, its torn tail repaired. Everything read is checked
+    first (`check_resumable`), so a damaged folder is refused before this changes anything."""
+    checkpoint = check_resumable(out)
     run = RunDir(out)
-    data = run.read_state()
-    if data is None:
+    if checkpoint is None:
         ledger = Ledger(cfg.budget, journal)
         ledger.recover(0)
         return None, ledger
-    ledger = Ledger.from_json(data.pop("ledger", {}), cfg.budget, journal)
-    state = TrainState.from_json(data)
+    ledger = Ledger.from_json(checkpoint.ledger, cfg.budget, journal)
+    state = checkpoint.state
     run.keep_history_to(state.step)
     # A kill while best_skill/ was being swapped can leave it missing: skills/ is the record.
     run.write_best_skill(run.read_skill(state.best_version))
     return state, ledger
+
+
+class _TestScores(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    baseline: float
+    best: float
+
+
+class _FinishedSummary(BaseModel):
+    """What the line printed for a finished run reads from its summary.json."""
+
+    model_config = ConfigDict(extra="allow")
+    stopped: str
+    baseline_val_score: float
+    best_val_score: float
+    accepted: NonNegativeInt
+    rejected: NonNegativeInt
+    skipped: NonNegativeInt = 0
+    test: _TestScores | None = None
 
 
 def finished_summary(out: Path) -> dict[str, Any] | None:
@@ -107,6 +272,10 @@ def finished_summary(out: Path) -> dict[str, Any] | None:
         return None  # no summary (killed), or torn: resume re-does only what is missing
     if not isinstance(summary, dict) or summary.get("stopped") in UNFINISHED_STOPS:
         return None
+    try:
+        _FinishedSummary.model_validate(summary)
+    except ValidationError as exc:
+        raise _damaged(path, f"a finished run's summary with {describe_validation(exc)}") from None
     return summary
 
 

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
+from tests.needs import need
 
 CODEX_CLI = Path(__file__).resolve().parents[2] / ".ci" / "codex" / "node_modules" / ".bin" / "codex"
 
 
 def require_codex_cli() -> Path:
     """The CLI's path; a skip with the fix when it is not installed (a failure in CI, which must)."""
-    if CODEX_CLI.is_file():
-        return CODEX_CLI
-    reason = f"the pinned Codex CLI is not installed at {CODEX_CLI}: run npm ci --prefix .ci/codex"
-    if os.environ.get("CI"):
-        pytest.fail(reason)
-    pytest.skip(reason)
+    need(
+        CODEX_CLI.is_file(),
+        f"the pinned Codex CLI is not installed at {CODEX_CLI}: run npm ci --prefix .ci/codex",
+    )
+    return CODEX_CLI

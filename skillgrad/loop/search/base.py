@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -13,15 +13,15 @@ from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import Gate, ValResults, mean_of
+from skillgrad.loop.plan import PlanStep
 from skillgrad.loop.state import TrainState
 from skillgrad.package.doc import PackageDoc
 from skillgrad.run_folder import RunDir
 from skillgrad.skill import Edit, EditOutcome, SkillDoc
-from skillgrad.values import Task
 
 # A candidate as the trainer validates it: the skill, its edits' outcomes, why it may not be validated.
 Proposal = tuple[SkillDoc | PackageDoc, list[EditOutcome], str | None]
-Remaining = list[tuple[int, int, list[Task]]]  # the plan's steps still to run
+Remaining = Sequence[PlanStep]  # the plan's steps still to run (lazy: read only what is needed)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from skillgrad.loop.search.merging import Pair, make_merge, merge_pair
 from skillgrad.loop.search.parents import PARENTS, parent_rng
 from skillgrad.loop.search.pool import Member, MergeTry, Pool
 from skillgrad.loop.state import TrainState, version_name
+from skillgrad.loop.stopping import remaining_tasks
 from skillgrad.package.model import skill_chars
 from skillgrad.skill import Edit, SkillDoc
 
@@ -145,7 +146,7 @@ class FrontierSearch:
             return "no_headroom", "no frontier member can be improved on val: no child could pass the gate"
         if self.ctx.cfg.optimizer.merge_every and merge_pair(pool) is not None:
             return None
-        tasks = {task.id for _, _, batch in remaining for task in batch}
+        tasks = remaining_tasks(remaining)
         for member in members:
             if not tasks <= set(state.train_passed.get(SkillDoc(member.text).content_hash, [])):
                 return None

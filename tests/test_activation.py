@@ -353,6 +353,19 @@ def test_the_shipped_distractors_and_a_folder_of_yours(tmp_path: Path) -> None:
         load_distractors(cfg(benchmark={"distractor_skills": str(tmp_path / "mine")}))
 
 
+def test_trigger_and_distractor_paths_are_checked_naming_their_key(tmp_path: Path) -> None:
+    body = {"optimizer": {"target": "description"}}
+    with pytest.raises(UserError, match=r"^benchmark\.triggers .*nope\.jsonl: no such file"):
+        trigger_pool(cfg(benchmark={"triggers": str(tmp_path / "nope.jsonl")}, **body), None)
+    with pytest.raises(UserError, match=r"^benchmark\.trigger_negatives .*: is a folder; pass a file"):
+        trigger_pool(cfg(benchmark={"trigger_negatives": str(tmp_path)}, **body), None)
+    (tmp_path / "skills.txt").write_text("not a folder")
+    with pytest.raises(
+        UserError, match=r"^benchmark\.distractor_skills .*skills\.txt: is a file; pass a folder"
+    ):
+        load_distractors(cfg(benchmark={"distractor_skills": str(tmp_path / "skills.txt")}))
+
+
 def test_the_router_lists_every_skill_and_picks_one_or_none() -> None:
     config = cfg(skill={"name": "capitals"})
     chat = ScriptedChat({"skill": "capitals"})

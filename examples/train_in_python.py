@@ -82,7 +82,9 @@ def main(config: dict[str, Any], out: str) -> skillgrad.EvalResult:
     result = skillgrad.train(
         config, benchmark=tasks, scorer=score, out=out, observers=[skillgrad.progress_printer()]
     )
-    print(f"val {result.baseline_val} -> {result.best_val}, test {result.baseline_test} -> {result.best_test}")
+    print(
+        f"val {result.baseline_val} -> {result.best_val}, test {result.baseline_test} -> {result.best_test}"
+    )
     print(f"{result.accepted} accepted, {result.rejected} rejected; stopped: {result.stopped}")
     for role, usage in result.usage.by_role.items():
         print(f"{role}: {usage.calls} calls, {usage.total_tokens} tokens")

@@ -22,6 +22,13 @@ def _err(line: str) -> None:
     print(f"skillgrad: {line}", file=sys.stderr)
 
 
+def shown(folder: Path | None) -> Path | None:
+    """A run folder as the user would type it: relative to this folder when it is inside it."""
+    if folder is None or not folder.is_absolute():
+        return folder
+    return folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
+
+
 def final_line(summary: dict[str, Any], out: Path) -> str:
     test = summary.get("test")
     test_line = f", test {test['baseline']:.3f} -> {test['best']:.3f}" if test else ""
@@ -58,24 +65,24 @@ def train_command(cfg: Config, out: Path | None, *, resume: bool, use_cache: boo
     try:
         result = train(cfg, out=out, resume=resume, use_cache=use_cache, observers=[terminal])
     except Interrupted as exc:
-        again = f"continue with: skillgrad train --resume {exc.run_dir}"
-        _err(f"interrupted; finished work is kept in {exc.run_dir}; {again}")
+        again = f"continue with: skillgrad train --resume {shown(exc.run_dir)}"
+        _err(f"interrupted; finished work is kept in {shown(exc.run_dir)}; {again}")
         return 130
     except FatalBackendError as exc:
         _err(f"error: {exc}")
         if exc.run_dir is not None:
-            _err(f"stopped; finished work is kept in {exc.run_dir}")
+            _err(f"stopped; finished work is kept in {shown(exc.run_dir)}")
         return 2
     except TrainingFailed as exc:
         _err(f"training failed: {exc}")
-        hint = f"; fix that, then --resume {exc.run_dir}" if isinstance(exc.__cause__, OSError) else ""
-        _err(f"finished work is kept in {exc.run_dir}{hint}")
+        hint = f"; fix that, then --resume {shown(exc.run_dir)}" if isinstance(exc.__cause__, OSError) else ""
+        _err(f"finished work is kept in {shown(exc.run_dir)}{hint}")
         return 1
     finally:
         terminal.close()
     print(closing_note(cfg, result.summary))
-    print(final_line(result.summary, result.run_dir))
-    print(f"what changed, step by step and task by task: skillgrad report {result.run_dir}")
+    print(final_line(result.summary, shown(result.run_dir) or result.run_dir))
+    print(f"what changed, step by step and task by task: skillgrad report {shown(result.run_dir)}")
     return 0
 
 
@@ -84,22 +91,22 @@ def eval_command(cfg: Config, skill: Path, split: Split, out: Path | None, *, us
     try:
         result = evaluate(cfg, skill, split=split, out=out, use_cache=use_cache, observers=[terminal])
     except Interrupted as exc:
-        _err(f"interrupted; finished rollouts are kept in {exc.run_dir}")
+        _err(f"interrupted; finished rollouts are kept in {shown(exc.run_dir)}")
         return 130
     except FatalBackendError as exc:
         _err(f"error: {exc}")
         return 2
     except BudgetExceeded as exc:
-        _err(f"{exc}; an evaluation cut short has no score; its rollouts are kept in {exc.run_dir}")
+        _err(f"{exc}; an evaluation cut short has no score; its rollouts are kept in {shown(exc.run_dir)}")
         return 1
     except EvaluationFailed as exc:
-        _err(f"{exc}; details in {exc.run_dir}")
+        _err(f"{exc}; details in {shown(exc.run_dir)}")
         return 1
     finally:
         terminal.close()
     errors = f", {result.errors} failed to run" if result.errors else ""
     print(
         f"{split}: mean score {result.mean_score:.3f} over {result.n} tasks "
-        f"({result.passed} passed{errors}); details in {result.run_dir}"
+        f"({result.passed} passed{errors}); details in {shown(result.run_dir)}"
     )
     return 0

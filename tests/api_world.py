@@ -48,7 +48,9 @@ class FactsWorld:
             self.asked.append("optimizer" if is_optimizer(request) else "target")
         if is_optimizer(request):
             stated = [s for _, s, _ in self.facts.values() if f"{s} The answer must contain" in request.user]
-            edits = [{"op": "add", "target": "", "content": s, "rationale": "the grader states it"} for s in stated]
+            edits = [
+                {"op": "add", "target": "", "content": s, "rationale": "the grader states it"} for s in stated
+            ]
             return json_reply({"edits": edits[:1]}, usage=(300, 40))
         fact = self.fact_of(request.user)
         if fact is not None and self.facts[fact][1] in request.system:

@@ -63,7 +63,9 @@ def test_train_with_a_benchmark_object(tmp_path: Path, world: Any) -> None:
     assert result.accepted >= 1 and result.stopped in ("completed", "no_headroom")
     assert result.steps == result.accepted + result.rejected + result.skipped
     assert result.best_skill.markdown == (tmp_path / "run" / "best_skill.md").read_text(encoding="utf-8")
-    assert not result.best_skill.is_package and result.best_skill.files == {"SKILL.md": result.best_skill.text}
+    assert not result.best_skill.is_package and result.best_skill.files == {
+        "SKILL.md": result.best_skill.text
+    }
     usage = result.usage.by_role
     assert usage["target"].calls == facts.asked.count("target") and usage["optimizer"].calls > 0
     assert usage["optimizer"].input_tokens == 300 * usage["optimizer"].calls
@@ -107,7 +109,9 @@ def test_a_yaml_config_with_a_jsonl_path_and_a_scorer_by_name_resumes_from_the_c
 ) -> None:
     example, _, server = world
     data = tmp_path / "facts.jsonl"
-    rows = [{"id": t.id, "question": t.question, "answers": list(t.answers)} for t in example["house_tasks"]()]
+    rows = [
+        {"id": t.id, "question": t.question, "answers": list(t.answers)} for t in example["house_tasks"]()
+    ]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     config = scripted_config(example["CONFIG"], server.base_url, tmp_path / "cache")
     yaml_path = tmp_path / "config.yaml"
@@ -148,7 +152,9 @@ def test_errors_are_exceptions_that_name_the_run_folder(tmp_path: Path, world: A
     config = scripted_config(example["CONFIG"], server.base_url, tmp_path / "cache")
     server.handler = lambda request: unauthorized()
     with pytest.raises(skillgrad.FatalBackendError) as raised:
-        skillgrad.train(config, benchmark=example["house_tasks"](), scorer=example["score"], out=tmp_path / "run")
+        skillgrad.train(
+            config, benchmark=example["house_tasks"](), scorer=example["score"], out=tmp_path / "run"
+        )
     assert raised.value.run_dir == tmp_path / "run"
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["stopped"] == "error"
 

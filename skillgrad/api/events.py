@@ -2,7 +2,7 @@
 
 An observer is any callable taking an `Event` (what it returns is ignored), or an object with the
 `event(kind, fields)` / `close()` methods of `skillgrad.loop.events.Observer`. An observer that
-raises is switched off and the run goes on (said once, as a warning and a `message` event).
+raises is switched off and the run goes on (`skillgrad.loop.events.Events.emit`).
 """
 
 from __future__ import annotations

@@ -27,14 +27,18 @@ from skillgrad.api.inputs import (
 from skillgrad.api.results import EvalResult, TaskResult, TrainResult
 from skillgrad.api.scope import PROCESS
 from skillgrad.api.skill import Skill
+from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.run_folder import RunDir
 from skillgrad.session import commands
+from skillgrad.session.build import default_out
 from skillgrad.values import SPLITS, Split
 
 
-def _folder(out: str | os.PathLike[str] | None) -> Path | None:
-    return None if out is None else Path(out).expanduser()
+def _folder(out: str | os.PathLike[str] | None, cfg: Config, kind: str) -> Path:
+    """The run folder, absolute: a relative `out` (and the default, runs/<time>-<kind>-<name>)
+    means the folder the call started in, whatever the call's code does to the current folder."""
+    return (Path(out).expanduser() if out is not None else default_out(cfg, kind)).absolute()
 
 
 def train(
@@ -69,7 +73,7 @@ def train(
         watchers = as_observers(observers)
         summary, run_dir = commands.train(
             cfg,
-            _folder(out),
+            _folder(out, cfg, "train"),
             skill=text,
             benchmark=bench,
             observers=watchers,
@@ -111,7 +115,7 @@ def evaluate(
             cfg,
             text,
             split,
-            _folder(out),
+            _folder(out, cfg, "eval"),
             skill_label=label,
             benchmark=bench,
             observers=watchers,

@@ -13,6 +13,7 @@ from skillgrad.api.run import evaluate, train
 from skillgrad.backend_specs import spec_for
 from skillgrad.config import Config
 from skillgrad.errors import BudgetExceeded, EvaluationFailed, FatalBackendError, Interrupted, TrainingFailed
+from skillgrad.observe.formatting import shown_path
 from skillgrad.observe.progress import terminal_observer
 from skillgrad.run_folder import RunDir
 from skillgrad.values import Split
@@ -23,10 +24,7 @@ def _err(line: str) -> None:
 
 
 def shown(folder: Path | None) -> Path | None:
-    """A run folder as the user would type it: relative to this folder when it is inside it."""
-    if folder is None or not folder.is_absolute():
-        return folder
-    return folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
+    return None if folder is None else shown_path(folder)
 
 
 def final_line(summary: dict[str, Any], out: Path) -> str:

@@ -123,6 +123,12 @@ def test_a_yaml_config_with_a_jsonl_path_and_a_scorer_by_name_resumes_from_the_c
     assert result.baseline_val == 0.0 and result.best_skill.text == ""  # its feedback states no fact
     proc = cli("train", "--resume", str(tmp_path / "run"))
     assert proc.returncode == 0 and "this run is finished, nothing to resume" in proc.stdout, proc.stderr
+    # the CLI on the same config, with a folder relative to where it runs: it says the folders as typed
+    proc = cli("train", "--config", str(tmp_path / "run" / "config.json"), "--out", "run", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "run holds an earlier run (`--resume run` continues it); this run writes to run-2" in proc.stdout
+    assert proc.stdout.rstrip().endswith("skillgrad report run-2")
+    assert skillgrad.TrainResult.load(tmp_path / "run-2").best_skill.text == result.best_skill.text
 
 
 def test_a_bad_config_raises_the_line_the_cli_prints(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import RolloutRunner
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.trainer import Trainer
+from skillgrad.observe.formatting import shown_path
 from skillgrad.run_folder import RunDir, RunFiles
 from skillgrad.session.build import (
     build_roles,
@@ -77,7 +78,8 @@ def fresh_out(out: Path, notify: Notify) -> Path:
     n = 2
     while (candidate := out.with_name(f"{out.name}-{n}")).exists() and any(candidate.iterdir()):
         n += 1
-    notify(f"{out} holds an earlier run (`--resume {out}` continues it); this run writes to {candidate}")
+    was, now = shown_path(out), shown_path(candidate)
+    notify(f"{was} holds an earlier run (`--resume {was}` continues it); this run writes to {now}")
     return candidate
 
 
@@ -133,7 +135,8 @@ def train(
         if (done := finished_summary(out)) is not None:
             with RunLock(out / RunFiles.LOCK):  # a trainer still holding it is refused, as for any resume
                 RunDir(out).remove_stale_temp_files()  # what a SIGKILL left is tidied all the same
-                notify(f"{out}: this run is finished, nothing to resume (nothing is spent or changed)")
+                done_note = "this run is finished, nothing to resume (nothing is spent or changed)"
+                notify(f"{shown_path(out)}: {done_note}")
             return done, out
     elif out is not None:
         out = fresh_out(out, notify)

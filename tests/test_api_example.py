@@ -29,6 +29,15 @@ def test_docs_api_shows_the_example_file_verbatim() -> None:
     assert "docs/api.md" in readme and "docs/architecture.md" in readme
 
 
+def test_docs_api_lists_every_public_name_and_each_resolves() -> None:
+    import skillgrad
+
+    docs = (REPO / "docs" / "api.md").read_text(encoding="utf-8")
+    public = [name for name in skillgrad.__all__ if name != "__version__"]
+    assert not [name for name in public if not re.search(rf"`{name}[`(]", docs)]
+    assert all(getattr(skillgrad, name) is not None for name in public)
+
+
 def test_the_example_gains_on_the_scripted_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     example = example_namespace()  # its scorer is defined here, in this test, importable from nowhere
     world = FactsWorld(example["FACTS"])

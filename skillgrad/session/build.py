@@ -7,8 +7,8 @@ resolved here BEFORE the run folder is created, so bad input never leaves a half
 from __future__ import annotations
 
 import os
-import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,15 +27,15 @@ from skillgrad.executors.base import Executor
 from skillgrad.executors.threads import ThreadExecutor
 from skillgrad.loop.events import Events, Observer
 from skillgrad.loop.trainer import Roles
-from skillgrad.observe.progress import make_observers
+from skillgrad.observe.progress import LogFileObserver
 from skillgrad.observe.tracking import make_tracking_observer
 from skillgrad.package.folder import load_package
 from skillgrad.package.model import is_package
 from skillgrad.package.wiring import check_initial_package
 from skillgrad.redact import Redactor
-from skillgrad.run_folder import RunDir
+from skillgrad.run_folder import RunDir, RunFiles
 from skillgrad.session.paths import check_input
-from skillgrad.values import SPLITS
+from skillgrad.values import SPLITS, Split
 
 
 def read_skill(path: Path, name: str = "skill.init") -> str:
@@ -64,18 +64,23 @@ def initial_skill(cfg: Config) -> str:
     return text
 
 
-def checked_benchmark(cfg: Config, splits: tuple[str, ...]) -> Benchmark:
+def checked_benchmark(cfg: Config, splits: tuple[Split, ...]) -> Benchmark:
     """Load the benchmark and every needed split now, so data errors surface before any work."""
     benchmark = load_benchmark(cfg)
+    check_splits(benchmark, cfg, splits)
+    return benchmark
+
+
+def check_splits(benchmark: Benchmark, cfg: Config, splits: tuple[str, ...]) -> None:
+    """Every split a command needs loads (UserError naming the file otherwise) and is not empty."""
     for split in splits:
         if split not in SPLITS:
             raise UserError(f"--split {split!r}: allowed values: {', '.join(SPLITS)}")
-        if not benchmark.load(split):  # type: ignore[arg-type]
+        if not benchmark.load(split):
             raise UserError(
                 f"benchmark '{cfg.benchmark.name}': the {split} split is empty; "
                 f"set benchmark.{split}_size to at least 1"
             )
-    return benchmark
 
 
 DEFAULT_CACHE_DIR = Path("~/.cache/skillgrad/calls")
@@ -185,12 +190,20 @@ class Session:
 
 
 def open_session(
-    cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False, journal: PaidJournal | None = None
+    cfg: Config,
+    out: Path,
+    redactor: Redactor,
+    observers: Sequence[Observer] = (),
+    *,
+    resume: bool = False,
+    journal: PaidJournal | None = None,
 ) -> Session:
+    """The run folder, created, and the run's events: to `observers`, to `<out>/train.log` and to
+    MLflow when `tracking.mlflow` is on."""
     tracker = make_tracking_observer(cfg, out, redactor)  # may refuse (no mlflow): before anything is written
     run = RunDir(out, redactor)
     run.create(allow_existing=resume)
-    observers: list[Observer] = list(make_observers(out, sys.stdout))
+    kept: list[Observer] = [*observers, LogFileObserver(out / RunFiles.LOG)]
     if tracker is not None:
-        observers.append(tracker)
-    return Session(run, Events(observers), Ledger(cfg.budget, journal))
+        kept.append(tracker)
+    return Session(run, Events(kept), Ledger(cfg.budget, journal))

@@ -194,7 +194,8 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from skillgrad.session.commands import print_estimate, train
+    from skillgrad.cli_train import train_command
+    from skillgrad.session.commands import print_estimate
     from skillgrad.session.resume import stored_config
 
     if args.resume and args.out and Path(args.out) != Path(args.resume):
@@ -210,17 +211,20 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.estimate:
         return print_estimate(cfg)
     out = Path(args.resume or args.out) if (args.resume or args.out) else None
-    return train(cfg, out, resume=bool(args.resume), use_cache=not args.no_cache)
+    return train_command(cfg, out, resume=bool(args.resume), use_cache=not args.no_cache)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from skillgrad.session.commands import evaluate
+    from skillgrad.cli_train import eval_command
+    from skillgrad.values import SPLITS
 
+    if args.split not in SPLITS:
+        raise UserError(f"--split {args.split!r}: allowed values: {', '.join(SPLITS)}")
     check_input("--skill", Path(args.skill))
     out = Path(args.out) if args.out else None
     if out is not None:
         check_out_folder("--out", out)
-    return evaluate(_load(args), Path(args.skill), args.split, out, use_cache=not args.no_cache)
+    return eval_command(_load(args), Path(args.skill), args.split, out, use_cache=not args.no_cache)
 
 
 def cmd_trace(args: argparse.Namespace) -> int:

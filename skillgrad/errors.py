@@ -1,21 +1,56 @@
-"""Error types shared by every module.
+"""Error types shared by every module, and raised by the public API (`skillgrad.train`,
+`skillgrad.evaluate`; docs/api.md).
 
-`UserError` is the only exception the CLI turns into a one-line message and exit code 2: raise it
-for anything the user can fix (bad config, missing file, broken data). Its message must name the
-file / key / value and say what to do.
+`UserError` is for anything the user can fix (bad config, missing file, broken data): its message
+names the file / key / value and says what to do, and the CLI prints it as one line with exit code
+2. Every error skillgrad raises on purpose is a `SkillgradError`; one raised after a run folder was
+created carries that folder as `run_dir` (the finished work kept there).
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 
-class UserError(Exception):
+class SkillgradError(Exception):
+    """The base of every error skillgrad raises on purpose. `run_dir`: the run folder the failed
+    call had written to (its finished work is kept there), or None when it failed before one."""
+
+    run_dir: Path | None = None
+
+
+class UserError(SkillgradError):
     """A mistake in the user's input; shown as one line, exit code 2, no traceback."""
 
 
-class StructuredOutputError(RuntimeError):
+class BudgetExceeded(SkillgradError):
+    """A cap of the `budget` section was reached. Training stops at a safe point and returns
+    (`stopped: budget`, the best skill so far); an evaluation, whose partial score would mean
+    nothing, raises it."""
+
+
+class TrainingFailed(SkillgradError, RuntimeError):
+    """The run cannot go on (every task of a stage failed, the optimizer never returned usable
+    JSON, the run folder cannot be written); finished work is kept in `run_dir`."""
+
+
+class EvaluationFailed(SkillgradError, RuntimeError):
+    """Every task of an evaluation failed to run, so its score of 0 measured nothing; the results
+    are kept in `run_dir`."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (KeyboardInterrupt) during a run; `run_dir` keeps the finished work, and a train run
+    continues with `resume`."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(f"interrupted; finished work is kept in {run_dir}")
+        self.run_dir = run_dir
+
+
+class StructuredOutputError(SkillgradError, RuntimeError):
     """A model still did not return schema-valid JSON after the configured retries."""
 
     def __init__(self, backend: str, stage: str, snippet: str, reason: str = "") -> None:
@@ -29,7 +64,7 @@ class StructuredOutputError(RuntimeError):
         )
 
 
-class BackendError(RuntimeError):
+class BackendError(SkillgradError, RuntimeError):
     """A backend call failed for good (after its own retries): network, auth, CLI crash."""
 
 

@@ -39,6 +39,7 @@ from skillgrad.errors import UserError
 from skillgrad.loop.gate import PairedGate
 from skillgrad.loop.reflect import AnalystInputs
 from skillgrad.package.model import SkillPackage, as_package
+from skillgrad.session.build import checked_activation
 from skillgrad.skill import SkillDoc
 from skillgrad.traces.codex_rollout import rollout_steps
 from skillgrad.traces.steps import TraceCaps
@@ -356,14 +357,22 @@ def test_the_shipped_distractors_and_a_folder_of_yours(tmp_path: Path) -> None:
 def test_trigger_and_distractor_paths_are_checked_naming_their_key(tmp_path: Path) -> None:
     body = {"optimizer": {"target": "description"}}
     with pytest.raises(UserError, match=r"^benchmark\.triggers .*nope\.jsonl: no such file"):
-        trigger_pool(cfg(benchmark={"triggers": str(tmp_path / "nope.jsonl")}, **body), None)
+        checked_activation(cfg(benchmark={"triggers": str(tmp_path / "nope.jsonl")}, **body), None)
     with pytest.raises(UserError, match=r"^benchmark\.trigger_negatives .*: is a folder; pass a file"):
-        trigger_pool(cfg(benchmark={"trigger_negatives": str(tmp_path)}, **body), None)
+        checked_activation(cfg(benchmark={"trigger_negatives": str(tmp_path)}, **body), None)
     (tmp_path / "skills.txt").write_text("not a folder")
     with pytest.raises(
         UserError, match=r"^benchmark\.distractor_skills .*skills\.txt: is a file; pass a folder"
     ):
-        load_distractors(cfg(benchmark={"distractor_skills": str(tmp_path / "skills.txt")}))
+        config = cfg(
+            benchmark={
+                "triggers": str(tmp_path / "skills.txt"),
+                "distractor_skills": str(tmp_path / "skills.txt"),
+            },
+            **body,
+        )
+        checked_activation(config, None)
+    assert checked_activation(cfg(benchmark={"triggers": str(tmp_path / "nope.jsonl")}), None) is None  # body
 
 
 def test_the_router_lists_every_skill_and_picks_one_or_none() -> None:

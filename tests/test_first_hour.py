@@ -261,7 +261,7 @@ def test_the_model_download_says_what_it_fetches_and_shows_progress(
 
 
 def test_closing_note_says_why_the_score_moved_or_not() -> None:
-    from skillgrad.session.commands import closing_note
+    from skillgrad.cli_train import closing_note
 
     demo = load_config(None, ["model.backend=local"])
     assert closing_note(demo, {"accepted": 0}).startswith("no candidate raised the val score")

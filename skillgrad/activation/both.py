@@ -34,7 +34,6 @@ from skillgrad.loop.state import TrainState
 from skillgrad.loop.trainer import Trainer
 from skillgrad.redact import Redactor
 from skillgrad.run_folder import RunDir, version_name
-from skillgrad.session.resume import check_part
 from skillgrad.skill import SkillDoc
 
 DESCRIPTION_DIR = "description"  # the description part's run folder inside the run's
@@ -92,7 +91,9 @@ class Alternating:
         events: Events,
         ledger: Ledger,
         redactor: Redactor,
+        resumed: TrainState | None = None,
     ) -> None:
+        """`resumed`: the description part's checkpoint (its state.json, checked by the caller)."""
         self.cfg, self.world, self.tasks, self.roles = cfg, world, tasks, roles
         self.run, self.events = run, events
         self.part = RunDir(run.root / DESCRIPTION_DIR, redactor)
@@ -108,11 +109,10 @@ class Alternating:
             world.strategies,
         )
         self.plan = make_plan(world.benchmark.load("train"), world.cfg.train)
-        self.state = self._resumed()
+        self.state = self._resumed(resumed)
         self.stopped: str | None = None
 
-    def _resumed(self) -> TrainState | None:
-        state = check_part(self.part.root)  # the run's ledger is the body's state's
+    def _resumed(self, state: TrainState | None) -> TrainState | None:
         if state is None:
             return None
         self.part.keep_history_to(state.step)

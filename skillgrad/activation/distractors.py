@@ -17,7 +17,6 @@ from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.package.folder import load_package
 from skillgrad.package.model import SKILL_FILE
-from skillgrad.session.paths import check_input
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 
@@ -60,7 +59,8 @@ def load_distractors(cfg: Config) -> list[Distractor]:
     """The distractor skills of the run, in name order (UserError for an unusable folder)."""
     configured = cfg.benchmark.distractor_skills
     root = cfg.resolve_path(configured) if configured else shipped_folder()
-    check_input("benchmark.distractor_skills", root, file_ok=False)  # a folder of skill folders
+    if not root.is_dir():
+        raise UserError(f"benchmark.distractor_skills: {root} is not a folder of skill folders")
     folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     return [_load_one(folder, cfg.skill.name) for folder in folders if (folder / SKILL_FILE).is_file()]
 

@@ -24,7 +24,6 @@ from skillgrad.benchmarks.base import Benchmark
 from skillgrad.benchmarks.splits import check_unique, iter_jsonl, row_id, safe_task_id, text_field
 from skillgrad.config import Config
 from skillgrad.errors import UserError
-from skillgrad.session.paths import check_input
 from skillgrad.skill import normalize_text
 from skillgrad.values import SPLITS, AgentResult, Score, Split, Task
 
@@ -105,19 +104,15 @@ def trigger_pool(cfg: Config, benchmark: Benchmark | None) -> list[Task]:
     """Every labelled query of the run (UserError for missing or broken input)."""
     b = cfg.benchmark
     if b.triggers:
-        path = cfg.resolve_path(b.triggers)
-        check_input("benchmark.triggers", path, folder_ok=False)
-        return _checked(read_triggers(path), "benchmark.triggers")
+        return _checked(read_triggers(cfg.resolve_path(b.triggers)), "benchmark.triggers")
     if not b.trigger_negatives:
         raise UserError(
             f"optimizer.target={cfg.optimizer.target} needs queries that should not load the skill: set "
             'benchmark.trigger_negatives to a JSONL of {"query": ...} requests, or benchmark.triggers '
             'to a JSONL of {"query", "should_trigger"}'
         )
-    path = cfg.resolve_path(b.trigger_negatives)
-    check_input("benchmark.trigger_negatives", path, folder_ok=False)
     assert benchmark is not None, "the task benchmark gives the positives"
-    negatives = read_negatives(path)
+    negatives = read_negatives(cfg.resolve_path(b.trigger_negatives))
     return _checked(task_positives(benchmark, cfg) + negatives, "benchmark.trigger_negatives")
 
 

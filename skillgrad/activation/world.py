@@ -11,6 +11,7 @@ before any run folder exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from skillgrad.activation.analyst import DescriptionAnalyst
 from skillgrad.activation.description import description_limit, with_front_matter
@@ -39,6 +40,20 @@ def plan_activation(cfg: Config, benchmark: Benchmark | None) -> ActivationPlan 
         return None
     distractors = load_distractors(cfg)
     return ActivationPlan(split_triggers(trigger_pool(cfg, benchmark), cfg), distractors)
+
+
+def input_paths(cfg: Config) -> list[tuple[str, Path, bool]]:
+    """The paths an activation run reads, each as (its key, the path, whether it is a folder), for
+    the caller to check as it checks every path argument before a run starts."""
+    if cfg.optimizer.target == "body":
+        return []
+    b = cfg.benchmark
+    rows: list[tuple[str, str | None, bool]] = [
+        ("benchmark.triggers", b.triggers, False),
+        ("benchmark.trigger_negatives", None if b.triggers else b.trigger_negatives, False),
+        ("benchmark.distractor_skills", b.distractor_skills, True),
+    ]
+    return [(key, cfg.resolve_path(value), folder) for key, value, folder in rows if value]
 
 
 def needs_tasks(cfg: Config) -> bool:

@@ -3,6 +3,8 @@ so a benchmark's optional dependencies never load for another.
 
 Every built-in module exposes `create(cfg: Config) -> Benchmark`. `benchmark.name` may also be a
 `module:function` factory with the same signature (a module next to the config file is found too).
+A benchmark handed to `skillgrad.train` as a Python object is recorded as `python:<its name>`: a
+run folder says where its tasks came from, and a resume from the command line says to pass it again.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ BUILTINS: dict[str, str] = {
     "harvested": "skillgrad.benchmarks.harvested",
     "housecli": "skillgrad.benchmarks.housecli",
 }
+
+
+IN_PYTHON = "python:"  # benchmark.name of a benchmark given to the API as an object or a task list
 
 
 def benchmark_names() -> tuple[str, ...]:
@@ -84,17 +89,25 @@ def load_benchmark(cfg: Config) -> Benchmark:
     if not callable(factory):
         raise UserError(f"benchmark.name {name!r}: not a callable factory; define create(cfg) -> Benchmark")
     bench = factory(cfg)
+    check_benchmark_object(bench, f"benchmark.name {name!r}: the factory's result")
+    return bench
+
+
+def check_benchmark_object(bench: object, what: str) -> None:
+    """UserError unless `bench` has the Benchmark protocol's `name`, `load` and `score`."""
     missing = [m for m in ("load", "score") if not callable(getattr(bench, m, None))]
     if missing or not isinstance(getattr(bench, "name", None), str):
         lacks = ", ".join(missing) or "name"
-        raise UserError(
-            f"benchmark.name {name!r}: the factory's result lacks {lacks} (see benchmarks/base.py)"
-        )
-    return bench
+        raise UserError(f"{what} lacks {lacks} (see the Benchmark protocol, skillgrad/benchmarks/base.py)")
 
 
 def check_benchmark_name(name: str) -> None:
     """UserError unless `name` is a built-in benchmark or a `module:function` factory."""
+    if name.startswith(IN_PYTHON):
+        raise UserError(
+            f"benchmark.name {name!r}: this run's benchmark was given in Python, not by name; pass it "
+            "again: skillgrad.train(config, benchmark=..., out=RUN, resume=True)"
+        )
     if name in BUILTINS or ":" in name:
         return
     allowed = ", ".join(BUILTINS)

@@ -1,8 +1,8 @@
 """The typed config: YAML file + `--set key.path=value` overrides + role resolution.
 
-Role precedence: CLI role flag > config role key > CLI --backend > config
-model.backend > built-in default. After `load_config`, `model.optimizer_backend` and
-`model.target_backend` are always concrete backend names.
+Role precedence (docs/architecture.md, "Backends and the spec registry"): CLI role flag > config
+role key > CLI --backend > config model.backend > built-in default. After `load_config`,
+`model.optimizer_backend` and `model.target_backend` are always concrete backend names.
 """
 
 from skillgrad.config.loading import (

@@ -1,8 +1,8 @@
 """Loading a config: YAML file + `--set key.path=value` overrides + role resolution.
 
-Role precedence: CLI role flag > config role key > CLI --backend > config
-model.backend > built-in default. After `load_config`, `model.optimizer_backend` and
-`model.target_backend` are always concrete backend names.
+Role precedence (docs/architecture.md, "Backends and the spec registry"): CLI role flag > config
+role key > CLI --backend > config model.backend > built-in default. After `load_config`,
+`model.optimizer_backend` and `model.target_backend` are always concrete backend names.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def resolve_roles(
     optimizer_backend: str | None = None,
     target_backend: str | None = None,
 ) -> None:
-    """Fix both role backends in place, in the precedence of the module docstring."""
+    """Fix both role backends in place, in the precedence of docs/architecture.md."""
     for name, value in (
         ("--backend", backend),
         ("--optimizer-backend", optimizer_backend),

@@ -8,12 +8,14 @@ from typing import Any
 
 from skillgrad.backends.base import ChatModel
 from skillgrad.budget import Ledger
+from skillgrad.errors import BudgetExceeded
 from skillgrad.loop.rounds import CallClock
 from skillgrad.values import Effort, Message, Reply, Usage
 
 
-class BudgetStop(Exception):
-    """Raised inside a stage when the budget is exhausted; the trainer stops at a safe point."""
+class BudgetStop(BudgetExceeded):
+    """Raised inside a stage when the budget is exhausted; the trainer stops at a safe point (an
+    evaluation lets it through, as the public `BudgetExceeded`)."""
 
 
 class Accounting:

@@ -14,7 +14,7 @@ from pathlib import Path
 from skillgrad.backends.base import Agent, ChatModel, ResamplingAgent
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark
 from skillgrad.config import Config
-from skillgrad.errors import FatalBackendError
+from skillgrad.errors import FatalBackendError, TrainingFailed
 from skillgrad.loop.accounting import Accounting, MeteredChatModel
 from skillgrad.loop.events import Events
 from skillgrad.loop.rollout import mean_score, run_rollouts
@@ -22,9 +22,7 @@ from skillgrad.run_folder import TRACE_FILE, RunDir
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.values import Rollout, Task
 
-
-class TrainingFailed(RuntimeError):
-    """The run cannot go on (e.g. the optimizer never returns usable JSON); finished work is kept."""
+__all__ = ["Roles", "RolloutRunner", "TrainingFailed", "resampled"]
 
 
 @dataclass

@@ -35,12 +35,12 @@ from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.search.base import SearchContext
 from skillgrad.loop.selection import Selection
 from skillgrad.loop.stages import Roles, RolloutRunner, TrainingFailed
-from skillgrad.loop.state import TrainState, version_name
+from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.validate import Race, Validation, ValUnit, validate
 from skillgrad.loop.verdict import judge
 from skillgrad.package.doc import PackageDoc
-from skillgrad.run_folder import RunDir
+from skillgrad.run_folder import RunDir, version_name
 from skillgrad.skill import EditOutcome, SkillDoc
 from skillgrad.values import Rollout, Task
 

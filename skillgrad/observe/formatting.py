@@ -8,10 +8,18 @@ in the same shape.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from skillgrad.loop.records import StepEnd
 from skillgrad.values import Usage
+
+
+def shown_path(path: Path) -> Path:
+    """A run folder as the user would type it: relative to the current folder when inside it (the
+    API makes run folders absolute, so that a call's code may change folder)."""
+    cwd = Path.cwd()
+    return path.relative_to(cwd) if path.is_absolute() and path.is_relative_to(cwd) else path
 
 
 def fmt_score(value: Any) -> str:

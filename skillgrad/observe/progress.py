@@ -66,16 +66,19 @@ class LogFileObserver:
 # factory
 
 
-def make_observers(
-    out_dir: Path, stream: TextIO | None = None, force_tty: bool | None = None
-) -> list[Observer]:
-    """Terminal observer (rich live on a TTY, plain lines otherwise) plus `<out_dir>/train.log`."""
+def terminal_observer(stream: TextIO | None = None, force_tty: bool | None = None) -> Observer:
+    """The CLI's progress: a rich live view on a terminal, one plain line per event otherwise."""
     stream = stream if stream is not None else sys.stdout
     tty = force_tty if force_tty is not None else bool(getattr(stream, "isatty", lambda: False)())
     if tty:
         from skillgrad.observe.live import live_observer  # rich: only a terminal pays its import
 
-        terminal: Observer = live_observer(stream)
-    else:
-        terminal = PlainObserver(stream)
-    return [terminal, LogFileObserver(out_dir / RunFiles.LOG)]
+        return live_observer(stream)
+    return PlainObserver(stream)
+
+
+def make_observers(
+    out_dir: Path, stream: TextIO | None = None, force_tty: bool | None = None
+) -> list[Observer]:
+    """Terminal observer (rich live on a TTY, plain lines otherwise) plus `<out_dir>/train.log`."""
+    return [terminal_observer(stream, force_tty), LogFileObserver(out_dir / RunFiles.LOG)]

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from skillgrad.activation.description import check_description
+from skillgrad.activation.world import ActivationPlan, input_paths, plan_activation
 from skillgrad.backend_specs import spec_for
 from skillgrad.backends.base import Agent, ChatModel
 from skillgrad.backends.registry import Backends
@@ -30,15 +30,15 @@ from skillgrad.executors.base import Executor
 from skillgrad.executors.threads import ThreadExecutor
 from skillgrad.loop.events import Events, Observer
 from skillgrad.loop.trainer import Roles
-from skillgrad.observe.progress import make_observers
+from skillgrad.observe.progress import LogFileObserver
 from skillgrad.observe.tracking import make_tracking_observer
 from skillgrad.package.folder import load_package
 from skillgrad.package.model import is_package
 from skillgrad.package.wiring import check_initial_package
 from skillgrad.redact import Redactor
-from skillgrad.run_folder import RunDir
+from skillgrad.run_folder import RunDir, RunFiles
 from skillgrad.session.paths import check_input
-from skillgrad.values import SPLITS
+from skillgrad.values import SPLITS, Split
 
 
 def read_skill(path: Path, name: str = "skill.init") -> str:
@@ -68,18 +68,23 @@ def initial_skill(cfg: Config) -> str:
     return text
 
 
-def checked_benchmark(cfg: Config, splits: tuple[str, ...]) -> Benchmark:
+def checked_benchmark(cfg: Config, splits: tuple[Split, ...]) -> Benchmark:
     """Load the benchmark and every needed split now, so data errors surface before any work."""
     benchmark = load_benchmark(cfg)
+    check_splits(benchmark, cfg, splits)
+    return benchmark
+
+
+def check_splits(benchmark: Benchmark, cfg: Config, splits: tuple[str, ...]) -> None:
+    """Every split a command needs loads (UserError naming the file otherwise) and is not empty."""
     for split in splits:
         if split not in SPLITS:
             raise UserError(f"--split {split!r}: allowed values: {', '.join(SPLITS)}")
-        if not benchmark.load(split):  # type: ignore[arg-type]
+        if not benchmark.load(split):
             raise UserError(
                 f"benchmark '{cfg.benchmark.name}': the {split} split is empty; "
                 f"set benchmark.{split}_size to at least 1"
             )
-    return benchmark
 
 
 DEFAULT_CACHE_DIR = Path("~/.cache/skillgrad/calls")
@@ -114,6 +119,14 @@ def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) ->
         CachedChatModel(inner, chat.cache, salt=s, sampling=sampling, stats=chat.stats, on_paid=chat.on_paid)
         for s in salts
     ]
+
+
+def checked_activation(cfg: Config, benchmark: Benchmark | None) -> ActivationPlan | None:
+    """The run's trigger splits and distractors (optimizer.target description | both; None for
+    body), the paths they come from checked first as every path argument is (UserError)."""
+    for key, path, folder in input_paths(cfg):
+        check_input(key, path, folder_ok=folder, file_ok=not folder)
+    return plan_activation(cfg, benchmark)
 
 
 def cached_target(
@@ -212,12 +225,20 @@ class Session:
 
 
 def open_session(
-    cfg: Config, out: Path, redactor: Redactor, *, resume: bool = False, journal: PaidJournal | None = None
+    cfg: Config,
+    out: Path,
+    redactor: Redactor,
+    observers: Sequence[Observer] = (),
+    *,
+    resume: bool = False,
+    journal: PaidJournal | None = None,
 ) -> Session:
+    """The run folder, created, and the run's events: to `observers`, to `<out>/train.log` and to
+    MLflow when `tracking.mlflow` is on."""
     tracker = make_tracking_observer(cfg, out, redactor)  # may refuse (no mlflow): before anything is written
     run = RunDir(out, redactor)
     run.create(allow_existing=resume)
-    observers: list[Observer] = list(make_observers(out, sys.stdout))
+    kept: list[Observer] = [*observers, LogFileObserver(out / RunFiles.LOG)]
     if tracker is not None:
-        observers.append(tracker)
-    return Session(run, Events(observers), Ledger(cfg.budget, journal))
+        kept.append(tracker)
+    return Session(run, Events(kept), Ledger(cfg.budget, journal))

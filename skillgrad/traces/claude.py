@@ -1,4 +1,4 @@
-"""Claude Code session records -> TraceSteps.
+"""Claude Code session records -> TraceSteps (docs/architecture.md, "Traces").
 
 One parser reads the three record forms, which share the same per-line shape (`type` + `message`
 with Messages-API content blocks):

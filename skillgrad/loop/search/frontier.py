@@ -27,9 +27,10 @@ from skillgrad.loop.search.entry import EntryGate
 from skillgrad.loop.search.merging import Pair, make_merge, merge_pair
 from skillgrad.loop.search.parents import PARENTS, parent_rng
 from skillgrad.loop.search.pool import Member, MergeTry, Pool
-from skillgrad.loop.state import TrainState, version_name
+from skillgrad.loop.state import TrainState
 from skillgrad.loop.stopping import remaining_tasks
 from skillgrad.package.model import skill_chars
+from skillgrad.run_folder import version_name
 from skillgrad.skill import Edit, SkillDoc
 
 

@@ -8,8 +8,9 @@ from typing import Any
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.gate import Gate, ValResults
 from skillgrad.loop.search.base import Proposal, Remaining, SearchContext
-from skillgrad.loop.state import TrainState, version_name
+from skillgrad.loop.state import TrainState
 from skillgrad.loop.stopping import stop_reason
+from skillgrad.run_folder import version_name
 from skillgrad.skill import Edit
 
 

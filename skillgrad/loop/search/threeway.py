@@ -126,7 +126,7 @@ def merge_skills(base: str, ours: str, theirs: str) -> Merged:
         return Merged({MAIN_FILE: merge_lines(_lines(base), _lines(ours), _lines(theirs))}, {}, False)
     if not all(packages):
         raise ValueError("the skills to merge are not all packages")
-    old, mine, yours = packages  # type: ignore[misc]
+    old, mine, yours = packages
     assert old is not None and mine is not None and yours is not None
     files: dict[str, list[Chunk]] = {}
     for path in sorted({*old.files, *mine.files, *yours.files}):

@@ -130,6 +130,7 @@ class ClaudeCodeAgent:
     """The target role. Never raises for one task's failure (see backends/base.py)."""
 
     name = BACKEND
+    skills_dir = ".claude/skills"  # where Claude Code discovers a workspace's project skills
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
@@ -138,7 +139,15 @@ class ClaudeCodeAgent:
         # Every process the agent starts ends with its task; it sees no other process (containment.py).
         self.launcher = ContainedCli(cli, os.environ) if cli else None
 
-    def options(self, workspace: Path, stderr: deque[str]) -> sdk.ClaudeAgentOptions:
+    def options(
+        self,
+        workspace: Path,
+        stderr: deque[str],
+        skills: list[str] | None = None,
+        max_turns: int | None = None,
+    ) -> sdk.ClaudeAgentOptions:
+        """`skills`: the workspace's skills the CLI lists (default: ours); `max_turns` default
+        `model.claude_code_max_turns`."""
         m = self.cfg.model
         common = common_options(self.cfg, "target", stderr)
         if self.launcher is not None:
@@ -150,8 +159,8 @@ class ClaudeCodeAgent:
             allowed_tools=list(m.claude_code_allowed_tools),
             permission_mode=m.claude_code_permission_mode,
             setting_sources=["project"],
-            skills=[self.cfg.skill.name],
-            max_turns=m.claude_code_max_turns,
+            skills=skills if skills is not None else [self.cfg.skill.name],
+            max_turns=max_turns or m.claude_code_max_turns,
             effort=m.effort_for("target"),
             **common,
         )
@@ -165,14 +174,24 @@ class ClaudeCodeAgent:
             failed = f"could not prepare the workspace {workspace}: {exc}"
             return AgentResult("", is_error=True, error=failed, usage=Usage(), workspace=workspace)
         prompt = render("skillgrad.backends", "claude_code_prompt", skill_name=self.cfg.skill.name)
+        return self.run_prompt(prompt, workspace, [self.cfg.skill.name])
+
+    def run_prompt(
+        self, prompt: str, workspace: Path, skills: list[str], max_turns: int | None = None
+    ) -> AgentResult:
+        """One session on `prompt` in a prepared `workspace` that lists `skills`. With `max_turns`
+        the session is cut there and that is no failure (an activation probe: skillgrad.activation);
+        otherwise `model.claude_code_max_turns` bounds it and reaching it fails the task."""
         stderr: deque[str] = deque(maxlen=STDERR_LINES)
         events, session, failure = run_session(
             prompt,
-            self.options(workspace, stderr),
+            self.options(workspace, stderr, skills, max_turns),
             self.cfg.model.claude_code_timeout_s,
             stderr,
             key_hint(self.cfg, "target"),
         )
+        if max_turns is not None and session.terminal_reason == "max_turns":
+            failure, session.is_error = None, False  # the probe ended where it was told to
         error = failure or ("; ".join(session.errors) if session.is_error else None)
         if failure:  # the optimizer should see why the run stopped, as the trace's last step
             if not session.finished:  # the parser's closing note says the same, less precisely

@@ -152,6 +152,7 @@ class CodexAgent:
     """The target role. Never raises for one task's failure (see backends/base.py)."""
 
     name = BACKEND
+    skills_dir = SKILLS_DIR
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
@@ -173,8 +174,17 @@ class CodexAgent:
         except OSError as exc:
             failed = f"could not prepare the workspace {workspace}: {exc}"
             return AgentResult("", is_error=True, error=failed, workspace=workspace)
-        m = self.cfg.model
         prompt = render("skillgrad.backends", "codex_prompt", skill_name=self.cfg.skill.name)
+        return self.run_prompt(prompt, workspace, [self.cfg.skill.name])
+
+    def run_prompt(
+        self, prompt: str, workspace: Path, skills: list[str], max_turns: int | None = None
+    ) -> AgentResult:
+        """One session on `prompt` in a prepared `workspace` (the CLI lists every skill under
+        SKILLS_DIR, so `skills` is only what is there). With `max_turns` the session is stopped
+        at that many tool calls and that is no failure (an activation probe:
+        skillgrad.activation); otherwise `model.codex_max_turns` bounds it and reaching it fails."""
+        m = self.cfg.model
         effort = m.effort_for("target")
         with tempfile.TemporaryDirectory(prefix="skillgrad-codex-") as root:
             argv = base_argv(self.cli, self.cfg, "target", workspace, m.codex_sandbox, effort) + ["-"]
@@ -185,9 +195,14 @@ class CodexAgent:
                 cwd=workspace,
                 prompt=prompt,
                 timeout_s=m.codex_timeout_s,
-                max_tool_calls=m.codex_max_turns,
+                max_tool_calls=max_turns or m.codex_max_turns,
             )
+        stopped = max_turns is not None and run.hit_tool_limit
+        if stopped:
+            run.failure = None
         session = _session(run, workspace)
+        if stopped:  # the probe ended where it was told to, without a turn.completed
+            session.is_error, session.errors = False, []
         return AgentResult(
             answer=session.final_answer.strip(),
             trace=session.steps,

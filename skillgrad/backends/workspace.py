@@ -46,9 +46,9 @@ def skill_markdown(name: str, skill: str) -> str:
     )
 
 
-def prepare_workspace(workspace: Path, task: Task, skill: str, skill_name: str, skills_dir: str) -> Path:
-    """Install the skill under `workspace/skills_dir/<name>/SKILL.md` and write the task files.
-    Returns the SKILL.md path."""
+def install_skill(workspace: Path, skill: str, skill_name: str, skills_dir: str) -> Path:
+    """Install the skill as `workspace/skills_dir/<name>/` (SKILL.md with valid front matter; a
+    package: its whole folder). Returns the SKILL.md path."""
     skill_file = workspace / skills_dir / skill_name / "SKILL.md"
     markdown = skill_markdown(skill_name, main_file(skill))
     if is_package(skill):  # the whole folder: references and scripts beside SKILL.md
@@ -56,6 +56,13 @@ def prepare_workspace(workspace: Path, task: Task, skill: str, skill_name: str, 
     else:
         skill_file.parent.mkdir(parents=True, exist_ok=True)
         skill_file.write_text(markdown, encoding="utf-8")
+    return skill_file
+
+
+def prepare_workspace(workspace: Path, task: Task, skill: str, skill_name: str, skills_dir: str) -> Path:
+    """Install the skill under `workspace/skills_dir/<name>/SKILL.md` and write the task files.
+    Returns the SKILL.md path."""
+    skill_file = install_skill(workspace, skill, skill_name, skills_dir)
     note = ""
     if task.context:
         (workspace / "context.md").write_text(task.context, encoding="utf-8")

@@ -68,6 +68,18 @@ def _describe(source: str, exc: ValidationError, overrides: list[str] | None = N
     return f"{source}: {key}: {err['msg']} (got {err.get('input')!r})"
 
 
+def check_combinations(cfg: Config, source: str) -> None:
+    """Keys that are each valid but do not work together (UserError naming both)."""
+    opt = cfg.optimizer
+    if opt.target != "body" and opt.search != "greedy":
+        # A description is kept by trigger F1 against one incumbent and, with `both`, shares the
+        # run's current skill step by step: a frontier's pool of parents has no place for either.
+        raise UserError(
+            f"{source}: optimizer.target {opt.target!r} cannot be combined with optimizer.search "
+            f"{opt.search!r}; set optimizer.search: greedy, or optimizer.target: body"
+        )
+
+
 def resolve_roles(
     cfg: Config,
     *,
@@ -132,6 +144,7 @@ def config_from_data(
         cfg = Config.model_validate(data)
     except ValidationError as exc:
         raise UserError(_describe(source, exc, overrides)) from None
+    check_combinations(cfg, source)
     if base_dir is not None:
         cfg.base_dir = base_dir
     resolve_roles(cfg, backend=backend, optimizer_backend=optimizer_backend, target_backend=target_backend)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, field_validator
 from pydantic_core import PydanticCustomError
 
 from skillgrad.backend_specs import BACKENDS, DEFAULT_BACKEND, backend_names, spec_for
@@ -46,6 +46,21 @@ class BenchmarkConfig(_Section):
     test_size: int = Field(0, ge=0)
     seed: int = 0
     options: dict[str, Any] = Field(default_factory=dict)  # benchmark-specific settings
+    # Activation (optimizer.target: description | both; see skillgrad/activation): the queries
+    # that should and should not load the skill, and the other skills installed beside it.
+    triggers: str | None = None  # JSONL of {query, should_trigger}; None: task questions + negatives
+    trigger_negatives: str | None = None  # JSONL of requests that must not load it ({query} or {question})
+    trigger_split: tuple[float, float, float] = (0.5, 0.25, 0.25)  # train / val / test shares
+    trigger_repeats: int = Field(3, ge=1, le=8)  # runs of each query per skill: its trigger rate
+    trigger_max_turns: int = Field(4, ge=1)  # a harness's turns (Claude) / tool calls (Codex) per query
+    distractor_skills: str | None = None  # folder of skill folders installed beside it; None: shipped
+
+    @field_validator("trigger_split")
+    @classmethod
+    def _shares(cls, value: tuple[float, float, float]) -> tuple[float, float, float]:
+        if min(value) < 0 or value[0] <= 0 or value[1] <= 0:
+            raise ValueError("three shares [train, val, test]: train and val above 0, test 0 or more")
+        return value
 
 
 class SkillConfig(_Section):
@@ -60,6 +75,9 @@ class SkillConfig(_Section):
     # in characters; the rest are listed with their size and first lines.
     prompt_chars: int = Field(12000, ge=1000)
     self_test_timeout_s: float = Field(60.0, gt=0, le=DAY_S)  # a package's front-matter `self_test` command
+    # The description's limit in characters (Agent Skills: at most 1024), in the analyst's reply
+    # schema; an initial description longer than this is refused.
+    description_chars: int = Field(1024, ge=40, le=1024)
 
 
 class ModelConfig(_Section):
@@ -220,6 +238,9 @@ class OptimizerConfig(_Section):
     # strict gate: the smallest gain kept, in outcomes' worth (one val item 0 -> 1); it changes
     # nothing for 0/1 scores and rejects a one-item wiggle of F1; 0: any gain
     gate_min_gain: float = Field(1.0, ge=0.0)
+    # What the run trains: the body on tasks, the description on triggers (when the harness loads
+    # the skill), or both in alternating steps (skillgrad/activation).
+    target: Literal["body", "description", "both"] = "body"
 
 
 class BudgetConfig(_Section):
@@ -264,7 +285,9 @@ class Config(_Section):
     def portable(self) -> Config:
         """A copy whose file paths are absolute, so it means the same when reloaded elsewhere."""
         copy = self.model_copy(deep=True)
-        for section, key in (("benchmark", "data"), ("skill", "init"), ("cache", "dir")):
+        paths = [("benchmark", "data"), ("skill", "init"), ("cache", "dir")]
+        paths += [("benchmark", k) for k in ("triggers", "trigger_negatives", "distractor_skills")]
+        for section, key in paths:
             value = getattr(getattr(copy, section), key)
             if value and self.resolve_path(value).exists():  # hub ids and the like stay as given
                 setattr(getattr(copy, section), key, str(self.resolve_path(value).resolve()))

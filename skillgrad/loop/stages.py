@@ -34,6 +34,8 @@ class Roles:
     trace_file: str = TRACE_FILE  # each rollout's rendered trace steps
     judge: ChatModel | None = None  # scores a JudgedBenchmark's rollouts
     samplers: list[ChatModel] = field(default_factory=list)  # the optimizer for extra proposals
+    # the target with the skill unnamed among other skills (optimizer.target: description | both)
+    trigger_agent: Agent | None = None
 
 
 def resampled(agent: Agent, repeat: int) -> Agent:

@@ -1,16 +1,18 @@
 """The run's decisions, each a small object chosen by its config name, built here and only here
 and handed to the trainer: the validation gate, the learning-rate schedule, how patches merge,
-how merged edits rank, how an analyst proposes edits (optimizer.edit_mode) and how the run
-searches the space of skills (optimizer.search: a strategy the trainer builds with its context)."""
+how merged edits rank, how an analyst proposes edits (optimizer.edit_mode), how the run searches
+the space of skills (optimizer.search: a strategy the trainer builds with its context), what a
+skill's score is over its per-item results (the mean, or trigger F1 for a description:
+skillgrad.activation) and how often each test item runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from skillgrad.config import OptimizerConfig
-from skillgrad.loop.gate import Gate, make_gate
+from skillgrad.loop.gate import Gate, make_gate, mean_of
 from skillgrad.loop.merge import MERGERS, MergedEdit, Patch
 from skillgrad.loop.rewrite import ANALYSTS, Analyst
 from skillgrad.loop.search.base import Search, SearchContext
@@ -35,6 +37,9 @@ class Strategies:
     ranker: Ranker
     analyst: Analyst
     search: Callable[[SearchContext], Search]
+    # A skill's score over its per-item results (val and test): what the run reports and keeps the best of.
+    metric: Callable[[Mapping[str, Sequence[float]]], float] = mean_of
+    test_repeats: int = 1  # runs of each test item per tested skill
 
     @classmethod
     def from_config(cls, opt: OptimizerConfig) -> Strategies:

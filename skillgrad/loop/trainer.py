@@ -15,6 +15,7 @@ import functools
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from skillgrad.benchmarks.base import Benchmark
@@ -25,7 +26,8 @@ from skillgrad.loop.accounting import Accounting, BudgetStop
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
-from skillgrad.loop.gate import Gate, mean_of
+from skillgrad.loop.gate import Gate
+from skillgrad.loop.interleaved import Interleaved
 from skillgrad.loop.plan import Plan, PlanStep, Splits, make_plan, steps_per_epoch
 from skillgrad.loop.records import GateRecord, StepEnd, StepRecord
 from skillgrad.loop.reflection import Reflection, propose_and_select
@@ -56,6 +58,7 @@ class Trainer:
         ledger: Ledger,
         initial_skill: str,
         strategies: Strategies,
+        interleaved: Interleaved | None = None,
     ) -> None:
         self.cfg = cfg
         self.benchmark = benchmark
@@ -65,11 +68,13 @@ class Trainer:
         self.ledger = ledger
         self.initial_skill = initial_skill
         self.schedule = strategies.schedule
+        self.metric, self.test_repeats = strategies.metric, strategies.test_repeats
+        self.interleaved = interleaved
         self.candidates = Candidates(
             cfg, run, events, strategies.merger, strategies.ranker, lambda: self.benchmark_split("train")
         )
         self.accounting = Accounting(ledger)
-        tools = (run, events, self.accounting, roles.optimizer, self.candidates.checks)
+        tools = (run, events, self.accounting, roles.optimizer, self.candidates.checks, strategies.metric)
         self.search = strategies.search(SearchContext(cfg, strategies.gate, *tools))  # each step's parent
         self.runner = RolloutRunner(cfg, benchmark, roles, run, events, self.accounting)
         self.reflection = Reflection(
@@ -176,8 +181,10 @@ class Trainer:
         gate = self.search.gate(state, candidate.text)
         val, incumbent = self._validate(state, step, candidate, nxt, gate)
         decision = judge(gate, val, incumbent)
-        score = mean_of(val.results)
-        record = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer)
+        score = self.metric(val.results)
+        record = replace(
+            GateRecord.of(decision, val, state.current_score, self.cfg.optimizer), candidate_score=score
+        )
         self.run.write_gate(step, record.to_json())
         version = None
         if decision.accepted:
@@ -234,8 +241,12 @@ class Trainer:
         self, step: int, skill: str, stage: str, units: list[ValUnit], split: str = "val"
     ) -> list[Rollout]:
         """Val rollouts under `rollouts/<split>`; repeat r > 0 of a task under `<split>-r{r+1}`."""
+        return self._units(self.run.rollouts_dir(step, split), skill, stage, step, units)
+
+    def _units(self, prefix: Path, skill: str, stage: str, step: int, units: list[ValUnit]) -> list[Rollout]:
+        """Rollouts of `units` under `prefix`; repeat r > 0 of a task under `<prefix>-r{r+1}`."""
         folders = [
-            self.run.rollouts_dir(step, split if u.repeat == 0 else f"{split}-r{u.repeat + 1}") for u in units
+            prefix if u.repeat == 0 else prefix.with_name(f"{prefix.name}-r{u.repeat + 1}") for u in units
         ]
         repeats = [u.repeat for u in units]
         return self.runner.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
@@ -287,6 +298,8 @@ class Trainer:
                 self.ahead = Ahead(pool) if self.cfg.train.overlap else None
                 try:
                     state, stopped, reason = self._steps(state, total_steps)
+                    if self.interleaved is not None:
+                        self.interleaved.finish(state)
                 finally:
                     if self.ahead is not None:
                         self.ahead.drain()
@@ -329,6 +342,8 @@ class Trainer:
                 return state, why[0], why[1]
             self.runner.epoch = epoch
             self.step(state, plan, index, total_steps)
+            if self.interleaved is not None:
+                self.interleaved.after_step(state, step)
             self.checkpoint(state)
         return state, "completed", None
 
@@ -337,7 +352,7 @@ class Trainer:
         self.run.write_skill(0, text)
         self.run.write_best_skill(text)
         val = self.full_validation(0, text, "baseline", {})
-        score = mean_of(val.results)
+        score = self.metric(val.results)
         state = TrainState(current_text=text, current_score=score, baseline_score=score, best_score=score)
         state.val_results[SkillDoc(text).content_hash] = val.results
         self.checkpoint(state)
@@ -352,20 +367,21 @@ class Trainer:
         self.run.write_state({**state.to_json(), "ledger": self.ledger.to_json()})
 
     def final_test(self, state: TrainState) -> dict[str, Any]:
-        tasks = self.benchmark_split("test")
+        """The initial and the best skill (and the versions the search reports) on the test split,
+        each item `test_repeats` times."""
         results: dict[str, Any] = {}
         versions = sorted({0, state.best_version, *self.search.tested(state)})  # others: reported only
         for version in versions:
-            text = self.run.read_skill(version)
-            prefix = self.run.test_dir(version)
-            results[version_name(version)] = mean_score(
-                self.runner.rollouts(tasks, text, prefix, "test", state.step)
-            )
-        return {
+            text, prefix = self.run.read_skill(version), self.run.test_dir(version)
+            run_units = functools.partial(self._units, prefix, text, "test", state.step)
+            val = validate(self.benchmark_split("test"), self.test_repeats, {}, run_units)
+            results[version_name(version)] = self.metric(val.results)
+        test = {
             "baseline": results["v0000"],
             "best": results[version_name(state.best_version)],
             "by_version": results,
         }
+        return test if self.interleaved is None else {**test, **self.interleaved.final_test(state)}
 
     def summary(
         self,
@@ -393,5 +409,7 @@ class Trainer:
         }
         if error:
             summary["error"] = error
+        if self.interleaved is not None:
+            summary.update(self.interleaved.summary())
         self.run.write_summary(summary)
         return summary

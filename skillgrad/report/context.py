@@ -8,6 +8,7 @@ from typing import Any
 
 from skillgrad.budget import Bucket
 from skillgrad.report import usage as ledger
+from skillgrad.report.activation import activation_view
 from skillgrad.report.chart import bar_chart, score_chart
 from skillgrad.report.data import RolloutSet, Run, TaskRollout
 from skillgrad.report.diff import SkillDiff, skill_diff
@@ -338,6 +339,7 @@ def run_context(run: Run) -> dict[str, Any]:
         "diffs": skill_diffs(run),
         "sizes": version_sizes(run.skills, (run.config.get("skill") or {}).get("max_chars")),
         "comparisons": task_comparisons(run),
+        "activation": activation_view(run),
         "sets": ordered_sets(run),
         "by_role": ledger.by_role(run),
         "by_stage": ledger.by_stage(run),

@@ -6,15 +6,18 @@ resolved here BEFORE the run folder is created, so bad input never leaves a half
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillgrad.activation.description import check_description
+from skillgrad.activation.world import ActivationPlan, input_paths, plan_activation
 from skillgrad.backend_specs import spec_for
-from skillgrad.backends.base import ChatModel
+from skillgrad.backends.base import Agent, ChatModel
 from skillgrad.backends.registry import Backends
 from skillgrad.benchmarks.base import Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
@@ -61,6 +64,7 @@ def initial_skill(cfg: Config) -> str:
     path = cfg.resolve_path(cfg.skill.init)
     text = read_skill(path)
     check_initial_package(cfg, path, text)
+    check_description(cfg, path, text)
     return text
 
 
@@ -117,6 +121,34 @@ def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) ->
     ]
 
 
+def checked_activation(cfg: Config, benchmark: Benchmark | None) -> ActivationPlan | None:
+    """The run's trigger splits and distractors (optimizer.target description | both; None for
+    body), the paths they come from checked first as every path argument is (UserError)."""
+    for key, path, folder in input_paths(cfg):
+        check_input(key, path, folder_ok=folder, file_ok=not folder)
+    return plan_activation(cfg, benchmark)
+
+
+def cached_target(
+    cfg: Config,
+    cache: CallCache,
+    redactor: Redactor,
+    journal: PaidJournal | None,
+    inner: Agent,
+    settings: dict[str, Any],
+) -> CachedAgent:
+    """The target `inner` behind the call cache, `settings` in its key, each paid run journaled."""
+    return CachedAgent(
+        inner,
+        cache,
+        salt=cfg.cache.salt,
+        settings=settings,
+        snapshot_workspace=spec_for(cfg.model.backend_for("target")).harness,
+        redact_file=redactor.redact_bytes,
+        on_paid=(lambda usage: journal.add("target", None, usage)) if journal else None,
+    )
+
+
 def build_roles(
     cfg: Config,
     cache: CallCache,
@@ -126,11 +158,14 @@ def build_roles(
     judge: bool = False,
     journal: PaidJournal | None = None,
     executor: Executor | None = None,
+    activation: Callable[[Agent], tuple[Agent, dict[str, Any]]] | None = None,
 ) -> Roles:
     """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. Each
     paid call goes to `journal` as it returns (usage across crashes, see skillgrad.budget). A
     judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way. The
-    target runs where `executor` puts it; the cache around it stays in the driver."""
+    target runs where `executor` puts it; the cache around it stays in the driver. `activation`
+    makes the same target into the one that measures when the skill is loaded (with what else
+    shapes its runs): `Roles.trigger_agent` (skillgrad.activation)."""
     m = cfg.model
     backends = Backends(cfg)
     target = spec_for(m.backend_for("target"))
@@ -158,15 +193,14 @@ def build_roles(
         "effort": m.effort_for("target"),
         **target.cache_settings(cfg),
     }
-    agent = CachedAgent(
-        (executor or ThreadExecutor()).agent(backends.agent()),
-        cache,
-        salt=cfg.cache.salt,
-        settings=settings,
-        snapshot_workspace=target.harness,
-        redact_file=redactor.redact_bytes,
-        on_paid=(lambda usage: journal.add("target", None, usage)) if journal else None,
-    )
+
+    cached = functools.partial(cached_target, cfg, cache, redactor, journal)
+    raw = backends.agent()
+    agent = cached((executor or ThreadExecutor()).agent(raw), settings)
+    trigger_agent = None
+    if activation is not None:  # in the driver: an executor's workers build the plain target
+        adapted, shaping = activation(raw)
+        trigger_agent = cached(adapted, {**settings, **shaping})
     return Roles(
         optimizer=chat if optimizer else None,
         agent=agent,
@@ -175,6 +209,7 @@ def build_roles(
         trace_file=target.trace_file,
         judge=chat if judge else None,
         samplers=samplers if optimizer else [],
+        trigger_agent=trigger_agent,
     )
 
 

@@ -17,6 +17,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from skillgrad.activation.both import DESCRIPTION_DIR
+from skillgrad.activation.description import check_description, with_front_matter
+from skillgrad.activation.runs import activation_roles, make_trainer
+from skillgrad.activation.world import ActivationPlan, needs_tasks, trigger_config
 from skillgrad.atomic import RunLock
 from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
 from skillgrad.budget import PaidJournal
@@ -33,14 +37,13 @@ from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.events import Observer
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import RolloutRunner
-from skillgrad.loop.strategies import Strategies
-from skillgrad.loop.trainer import Trainer
 from skillgrad.observe.formatting import shown_path
 from skillgrad.run_folder import RunDir, RunFiles
 from skillgrad.session.build import (
     build_roles,
     call_cache,
     check_splits,
+    checked_activation,
     checked_benchmark,
     default_out,
     initial_skill,
@@ -49,6 +52,7 @@ from skillgrad.session.build import (
 )
 from skillgrad.session.resume import (
     check_credentials,
+    check_part,
     check_resumable,
     check_same_config,
     earlier_sessions,
@@ -71,11 +75,22 @@ def train_splits(cfg: Config) -> tuple[Split, ...]:
 
 
 def print_estimate(cfg: Config) -> int:
+    """The projection of the body's training; with optimizer.target description or both, of the
+    description's (over the trigger splits, as its trainer reads the config) under its own key."""
     from skillgrad.session.estimate import estimate
 
-    benchmark = checked_benchmark(cfg, train_splits(cfg))
-    splits: dict[str, list[Task]] = {split: benchmark.load(split) for split in train_splits(cfg)}
-    print(json.dumps(estimate(cfg, splits, initial_skill(cfg)), indent=2))
+    skill = initial_skill(cfg)
+    benchmark = checked_benchmark(cfg, train_splits(cfg)) if needs_tasks(cfg) else None
+    parts: dict[str, Any] = {}
+    if benchmark is not None and cfg.optimizer.target != "description":
+        splits: dict[str, list[Task]] = {split: benchmark.load(split) for split in train_splits(cfg)}
+        parts["body"] = estimate(cfg, splits, skill)
+    if (plan := checked_activation(cfg, benchmark)) is not None:
+        view = trigger_config(cfg, plan.splits)
+        triggers = {str(split): tasks for split, tasks in plan.splits.items()}
+        initial = with_front_matter(skill, cfg.skill.name)
+        parts["description"] = estimate(view, triggers, initial, test_repeats=cfg.benchmark.trigger_repeats)
+    print(json.dumps(parts if cfg.optimizer.target != "body" else parts["body"], indent=2))
     return 0
 
 
@@ -148,25 +163,34 @@ def train(
             return done, out
         check_credentials(out, cfg, os.environ)  # said once, before anything runs or changes
         check_resumable(out)
+        if cfg.optimizer.target == "both":
+            check_part(out / DESCRIPTION_DIR)  # the description part's own folder, checked alike
     elif out is not None:
         out = fresh_out(out, notify)
+    if skill is not None:
+        check_description(cfg, "skill", skill)
     text = initial_skill(cfg) if skill is None else skill
     if benchmark is None:
-        benchmark = checked_benchmark(cfg, train_splits(cfg))
+        benchmark = checked_benchmark(cfg, train_splits(cfg)) if needs_tasks(cfg) else None
     else:
         check_splits(benchmark, cfg, train_splits(cfg))
+    plan = checked_activation(cfg, benchmark)  # optimizer.target description | both: the triggers
     if resume and out is not None:
         text = resumed_skill(out, text, explicit=skill is not None)
     out = out or default_out(cfg, "train")
     with open_executor(cfg) as executor:  # may refuse (no cluster): before anything is written
-        return _train(cfg, out, text, benchmark, executor, observers, resume=resume, use_cache=use_cache), out
+        summary = _train(
+            cfg, out, text, benchmark, plan, executor, observers, resume=resume, use_cache=use_cache
+        )
+        return summary, out
 
 
 def _train(
     cfg: Config,
     out: Path,
     skill: str,
-    benchmark: Benchmark,
+    benchmark: Benchmark | None,
+    plan: ActivationPlan | None,
     executor: Executor,
     observers: Sequence[Observer],
     *,
@@ -177,7 +201,10 @@ def _train(
     journal = PaidJournal(out / RunFiles.PAID)
     cache = call_cache(cfg, redactor, use_cache)
     judged = isinstance(benchmark, JudgedBenchmark)
-    roles = build_roles(cfg, cache, redactor, judge=judged, journal=journal, executor=executor)
+    activation = activation_roles(cfg, plan)
+    roles = build_roles(
+        cfg, cache, redactor, judge=judged, journal=journal, executor=executor, activation=activation
+    )
     session = open_session(cfg, out, redactor, observers, resume=resume, journal=journal)
     try:
         with kept_in(out, TrainingFailed), RunLock(out / RunFiles.LOCK):
@@ -186,10 +213,10 @@ def _train(
                 session.run.remove_stale_temp_files()  # left by a SIGKILL; the lock is ours now
                 state, session.ledger = load_checkpoint(out, cfg, journal)
             session.run.write_config(cfg.portable().to_json())
-            strategies = Strategies.from_config(cfg.optimizer)
-            trainer = Trainer(
-                cfg, benchmark, roles, session.run, session.events, session.ledger, skill, strategies
-            )
+            both = resume and cfg.optimizer.target == "both"
+            part = check_part(out / DESCRIPTION_DIR) if both else None  # the description's checkpoint
+            tools = (session.run, session.events, session.ledger)
+            trainer = make_trainer(cfg, benchmark, roles, *tools, skill, plan, redactor, part)
             if resume:
                 trainer.earlier_wall_s, trainer.earlier_sessions = earlier_sessions(out)
             return trainer.train(state)

@@ -194,9 +194,14 @@ def frontier_steps(cfg: Config, steps: int, a: Assumptions) -> tuple[int, int]:
 
 
 def estimate(
-    cfg: Config, splits: dict[str, list[Task]], skill: str, a: Assumptions | None = None
+    cfg: Config,
+    splits: dict[str, list[Task]],
+    skill: str,
+    a: Assumptions | None = None,
+    test_repeats: int = 1,
 ) -> dict[str, Any]:
-    """The projection for a run over the loaded `splits` starting from `skill` (see the module)."""
+    """The projection for a run over the loaded `splits` starting from `skill` (see the module);
+    each test item runs `test_repeats` times (a description's: `benchmark.trigger_repeats`)."""
     a = a or Assumptions()
     train, model, opt = cfg.train, cfg.model, cfg.optimizer
     n_train, n_val, n_test = (len(splits.get(s, [])) for s in ("train", "val", "test"))
@@ -231,7 +236,7 @@ def estimate(
         "baseline": _stage(n_val * opt.val_repeats, rollout_in, rollout_out),
         "rollout": _stage(rollouts + redone, rollout_in, rollout_out),
         "validate": _stage(val_calls, rollout_in, rollout_out),
-        "test": _stage(tested * n_test, rollout_in, rollout_out),
+        "test": _stage(tested * n_test * test_repeats, rollout_in, rollout_out),
         "reflect": _stage(reflect_calls, reflect_in, reflect_out),
     }
     if frontier:

@@ -191,6 +191,17 @@ def check_resumable(out: Path) -> Checkpoint | None:
     return checkpoint
 
 
+def check_part(out: Path) -> TrainState | None:
+    """A part's run folder inside a run's (optimizer.target: both: its `description/`): its history,
+    state and rollout-set indexes checked as a run's are (its ledger and paid journal are the
+    run's). Its state (None: its baseline never finished), or UserError naming the damaged file."""
+    if not out.is_dir():
+        return None
+    checkpoint = _checkpoint(out, _history_steps(out))
+    _check_task_indexes(out)
+    return checkpoint.state if checkpoint else None
+
+
 def check_credentials(out: Path, cfg: Config, environ: Mapping[str, str]) -> None:
     """A key the run's config file gave is never stored in the run folder. A harness resumed
     without it would fail every task ("Not logged in") or run on the CLI's own login; a chat

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -12,7 +12,7 @@ from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.events import Events
-from skillgrad.loop.gate import Gate, ValResults
+from skillgrad.loop.gate import Gate, ValResults, mean_of
 from skillgrad.loop.plan import PlanStep
 from skillgrad.loop.state import TrainState
 from skillgrad.package.doc import PackageDoc
@@ -27,7 +27,8 @@ Remaining = Sequence[PlanStep]  # the plan's steps still to run (lazy: read only
 @dataclass(frozen=True)
 class SearchContext:
     """What a strategy may use: the run's config and gate, its folder, progress, paid calls, the
-    optimizer (a merge's analyst) and the checks a candidate passes before it is validated."""
+    optimizer (a merge's analyst), the checks a candidate passes before it is validated, and what
+    a skill's score is over its per-item results (the mean; trigger F1 for a description)."""
 
     cfg: Config
     gate: Gate
@@ -36,6 +37,7 @@ class SearchContext:
     accounting: Accounting
     optimizer: ChatModel | None
     checks: CandidateChecks
+    metric: Callable[[ValResults], float] = mean_of
 
 
 class Search(Protocol):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from skillgrad.loop.ahead import Ahead
-from skillgrad.loop.gate import Gate, ValResults, mean_of
+from skillgrad.loop.gate import Gate, ValResults
 from skillgrad.loop.search.base import Proposal, Remaining, SearchContext
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.stopping import stop_reason
@@ -33,7 +33,7 @@ class GreedySearch:
     def accept(
         self, state: TrainState, step: int, text: str, results: ValResults, applied: list[Edit]
     ) -> str:
-        best = state.accept(text, mean_of(results), step)
+        best = state.accept(text, self.ctx.metric(results), step)
         self.ctx.run.write_skill(state.version, text)
         if best:
             self.ctx.run.write_best_skill(text)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.api.skill import Skill
+from skillgrad.budget import Bucket
 from skillgrad.errors import UserError
 from skillgrad.run_folder import RunFiles
 from skillgrad.values import Rollout
@@ -49,14 +50,9 @@ class RoleUsage:
     @classmethod
     def from_json(cls, data: Any) -> RoleUsage:
         """A ledger bucket as the run folder stores it (missing fields count 0)."""
-        data = data if isinstance(data, Mapping) else {}
-        return cls(
-            int(data.get("input_tokens", 0)),
-            int(data.get("output_tokens", 0)),
-            int(data.get("calls", 0)),
-            float(data.get("known_usd", 0.0)),
-            int(data.get("unknown_cost_calls", 0)),
-        )
+        bucket = Bucket.from_json(dict(data) if isinstance(data, Mapping) else {})
+        fields = (bucket.input_tokens, bucket.output_tokens, bucket.calls, bucket.known_usd)
+        return cls(*fields, bucket.unknown_cost_calls)
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,9 @@ def main(config: dict[str, Any], out: str) -> skillgrad.EvalResult:
         print(f"{role}: {usage.calls} calls, {usage.total_tokens} tokens")
     print(f"the trained skill ({result.run_dir}):\n{result.best_skill.markdown}")
 
-    evaluation = skillgrad.evaluate(config, result.best_skill, benchmark=tasks, scorer=score, split="test")
+    evaluation = skillgrad.evaluate(
+        config, result.best_skill, benchmark=tasks, scorer=score, split="test", out=f"{out}-test"
+    )
     print(f"test: {evaluation.mean_score:.3f} over {evaluation.n} tasks, {evaluation.passed} passed")
     for task in evaluation.tasks:
         if not task.passed:

@@ -78,8 +78,8 @@ def test_mypy_strict_accepts_the_example_against_the_public_api(tmp_path: Path) 
     # The same example with a wrong type where the API is typed: mypy must see the API's types.
     broken = tmp_path / "broken_example.py"
     source = EXAMPLE.read_text(encoding="utf-8")
-    assert 'split="test")' in source
-    broken.write_text(source.replace('split="test")', 'split="tests")'), encoding="utf-8")
+    assert 'split="test",' in source
+    broken.write_text(source.replace('split="test",', 'split="tests",'), encoding="utf-8")
     proc = mypy(broken)
     assert proc.returncode == 1 and 'Argument "split" to "evaluate"' in proc.stdout, proc.stdout
 

@@ -17,6 +17,7 @@ import json
 import random
 from pathlib import Path
 
+from skillgrad.benchmarks.bbh import read_bbh
 from skillgrad.benchmarks.gsm8k import read_gsm8k
 from skillgrad.benchmarks.qa import read_qa_jsonl
 from skillgrad.loop.taskcopy import TaskCopyGuard, TaskIndex
@@ -57,18 +58,13 @@ def xquad(root: Path) -> list[Task]:
     ]
 
 
-def bbh(root: Path, name: str) -> list[Task]:
-    data = json.loads((root / "bbh" / f"{name}.json").read_text(encoding="utf-8"))
-    return [Task(f"{name}-{i}", ex["input"], None, (ex["target"],)) for i, ex in enumerate(data["examples"])]
-
-
 def data_sets(root: Path) -> dict[str, list[Task]]:
     sets = {
         "xquad (en)": xquad(root),
         "searchqa sample": read_qa_jsonl(root / "searchqa_sample" / "searchqa_256.jsonl"),
         "gsm8k test": read_gsm8k(root / "gsm8k" / "test.jsonl"),
     }
-    return {**sets, **{f"bbh {name}": bbh(root, name) for name in BBH}}
+    return {**sets, **{f"bbh {name}": read_bbh(root / "bbh" / f"{name}.json") for name in BBH}}
 
 
 def measure(tasks: list[Task], pools: int, train: int, shown: int, seed: int = 26) -> dict[str, float]:

@@ -6,58 +6,36 @@ the facts a benchmark's tasks share are not."""
 
 from __future__ import annotations
 
-import json
 import random
+import sys
 from pathlib import Path
 
 import pytest
 
+from skillgrad.benchmarks.bbh import read_bbh
 from skillgrad.benchmarks.gsm8k import read_gsm8k
 from skillgrad.benchmarks.qa import read_qa_jsonl
 from skillgrad.loop.taskcopy import TaskCopyGuard, TaskIndex
 from skillgrad.skill import Edit
 from skillgrad.values import Task
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import quote_guard as quote_guard_bench  # noqa: E402
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 needs_data = pytest.mark.skipif(not (DATA / "squad_xquad_en").is_dir(), reason="../shared/data not present")
 
-# Rules of the kinds an analyst writes where the feedback says only "expected X, got Y".
-GENERIC_RULES = [
-    "Answer with the shortest span from the context that answers the question.",
-    "Give only the name, date or number the question asks for, not a full sentence.",
-    "If the question asks how many, answer with a number only.",
-    "Copy the answer exactly as it is written in the context, without extra words.",
-    "Do not repeat the question in the answer.",
-    "When the question asks for a person, give the full name only.",
-    "When the question asks when, answer with the date or year only.",
-    "Answer with a noun phrase taken from the passage, not a complete sentence.",
-    "Leave out words like 'the answer is' and end without a period.",
-    "For questions that ask what caused something, answer with the cause only.",
-    "If the question asks which country, city or organization, answer with its name only.",
-    "Give the final answer as a plain number without units, e.g. 42.",
-    "Answer Yes or No only.",
-    "Answer True or False only.",
-    "Answer with the option letter in parentheses, e.g. (A).",
-    "Round money to 2 decimal places.",
-    "Answer in three words or fewer.",
-    "Keep the answer under five words unless the question asks for a list.",
-    "Write numbers as digits, e.g. 12 instead of twelve.",
-]
+# Rules of the kinds an analyst writes where the feedback says only "expected X, got Y", and the
+# data loaders: the bench's own (bench/quote_guard.py measures the same guard on the same files).
+GENERIC_RULES = quote_guard_bench.RULES
 
 
 def xquad() -> list[Task]:
-    data = json.loads((DATA / "squad_xquad_en" / "xquad.en.json").read_text(encoding="utf-8"))
-    return [
-        Task(qa["id"], qa["question"], paragraph["context"], tuple(a["text"] for a in qa["answers"]))
-        for article in data["data"]
-        for paragraph in article["paragraphs"]
-        for qa in paragraph["qas"]
-    ]
+    return quote_guard_bench.xquad(DATA)
 
 
 def bbh(name: str) -> list[Task]:
-    data = json.loads((DATA / "bbh" / f"{name}.json").read_text(encoding="utf-8"))
-    return [Task(f"{name}-{i}", ex["input"], None, (ex["target"],)) for i, ex in enumerate(data["examples"])]
+    return read_bbh(DATA / "bbh" / f"{name}.json")
 
 
 def pools(tasks: list[Task], count: int, size: int = 12) -> list[list[Task]]:

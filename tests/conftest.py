@@ -6,6 +6,12 @@ interpreter, `thread` needs the GIL. A native call that blocks while holding the
 outlives its pytest-timeout by a minute, every thread's stack is written to stderr and the process
 exits, so the suite can end but never hang.
 
+The suite runs in two lanes, the two pytest-xdist workers of `-n 2 --dist loadgroup`
+(pyproject.toml), each running its tests one at a time: `LONG_LANE`'s files, which keep one core
+busy for minutes (the packaged model's real runs, a local Ray cluster), and every other test
+beside them on the core they leave. The split balances the lanes by the durations in
+docs/benchmarks.md ("The test suite").
+
 Under `CI=true` a skipped test (or module) fails instead: `.ci/run` installs everything the suite
 needs, so a skip there is a test that silently never ran. The one exception is what CI cannot
 have, the files of the project machines' `../shared` folder (a skip reason naming `../shared`).
@@ -23,6 +29,16 @@ import pytest
 CI_MAY_LACK = "../shared"
 
 WATCHDOG_MARGIN_S = 60.0
+
+LONG_LANE = frozenset(
+    {"test_quickstart.py", "test_api_example.py", "test_local_backend.py", "test_ray_e2e.py"}
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group("long" if item.path.name in LONG_LANE else "rest"))
 
 
 def _timeout_of(item: pytest.Item) -> float:

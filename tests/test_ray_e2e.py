@@ -11,8 +11,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -221,6 +222,15 @@ class KillingWorld(World):
         return super().__call__(request)
 
 
+def wait_until(done: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def start_train(env: dict[str, str], world: KillingWorld, *args: str) -> int:
     proc = subprocess.Popen(
         [sys.executable, "-m", "skillgrad.cli", "train", *args],
@@ -256,6 +266,11 @@ def test_driver_killed_then_resume_pays_nothing_twice(tmp_path: Path, cluster) -
         assert (
             start_train(env, world, "--config", str(cfg), "--out", str(out), *on_cluster(address))
             == -signal.SIGKILL
+        )
+        # The dead driver's workers may still be retrying the refused call: the world stays down
+        # until Ray has reaped them, or one of their retries would be paid after the resume began.
+        assert wait_until(lambda: not rollout_worker_pids(env), seconds=60), (
+            "the dead driver's workers lived on"
         )
         assert start_train(env, world, "--resume", str(out), *on_cluster(address)) == 0
     assert len(world.answered) == len(set(world.answered)) == len(clean.answered), "a paid call was repeated"

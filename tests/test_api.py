@@ -153,6 +153,24 @@ def test_a_bad_config_raises_the_line_the_cli_prints(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
+def test_an_out_that_is_a_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The API checks `out=` as the CLI checks --out: a UserError naming it, nothing written."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n", encoding="utf-8")
+    tasks = [Task("a", "q?", answers=("x",))]
+    with pytest.raises(
+        skillgrad.UserError, match=r"^out .*notes\.txt: is a file, not a folder; pass a folder"
+    ):
+        skillgrad.train({}, benchmark=tasks, scorer="exact", out=notes)
+    with pytest.raises(skillgrad.UserError, match=r"^out .*notes\.txt/run: .*notes\.txt is a file, so a run"):
+        skillgrad.train({}, benchmark=tasks, scorer="exact", out=notes / "run")
+    with pytest.raises(skillgrad.UserError, match=r"^out .*notes\.txt: is a file, not a run folder"):
+        skillgrad.train({}, benchmark=tasks, scorer="exact", out=notes, resume=True)
+    with pytest.raises(skillgrad.UserError, match=r"^out .*notes\.txt: is a file, not a folder"):
+        skillgrad.evaluate({}, "Be brief.", split="val", benchmark=tasks, scorer="exact", out=notes)
+    assert notes.read_text(encoding="utf-8") == "mine\n" and sorted(tmp_path.iterdir()) == [notes]
+
+
 def test_errors_are_exceptions_that_name_the_run_folder(tmp_path: Path, world: Any) -> None:
     example, _, server = world
     config = scripted_config(example["CONFIG"], server.base_url, tmp_path / "cache")

@@ -50,6 +50,7 @@ from skillgrad.session.build import (
     open_session,
     redactor_for,
 )
+from skillgrad.session.paths import check_out_folder, check_run_folder
 from skillgrad.session.resume import (
     check_credentials,
     check_part,
@@ -154,6 +155,7 @@ def train(
     if resume:
         if out is None:
             raise UserError("resume needs the run folder to continue: pass out= (--resume OUT)")
+        check_run_folder("out", out)
         check_same_config(out, cfg)
         if (done := finished_summary(out)) is not None:
             with RunLock(out / RunFiles.LOCK):  # a trainer still holding it is refused, as for any resume
@@ -166,6 +168,7 @@ def train(
         if cfg.optimizer.target == "both":
             check_part(out / DESCRIPTION_DIR)  # the description part's own folder, checked alike
     elif out is not None:
+        check_out_folder("out", out)
         out = fresh_out(out, notify)
     if skill is not None:
         check_description(cfg, "skill", skill)
@@ -238,6 +241,8 @@ def evaluate(
 ) -> tuple[dict[str, Any], list[Rollout], Path]:
     """Score `skill` on one split: eval.json's report, the rollouts in task order, the folder.
     `skill_label` names the skill in the report (its path, or how it was given)."""
+    if out is not None:
+        check_out_folder("out", out)
     if benchmark is None:
         benchmark = checked_benchmark(cfg, (split,))
     else:

@@ -23,23 +23,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers_tables import sign_test  # noqa: E402
 
 Column = dict[int, dict[str, Any]]  # seed -> {"gain", "target_calls", "optimizer_calls"}
+GEPA = "GEPA 0.1.4"
+
+
+def _cell(row: Mapping[str, Any], system: str) -> dict[str, Any]:
+    r = row[system]
+    return {
+        "gain": r["test"] - row["test_initial"],
+        "target_calls": r["target_calls"],
+        "optimizer_calls": r["optimizer_calls"],
+    }
 
 
 def read_runs(named: Sequence[tuple[str, Path]]) -> dict[str, Column]:
     """Every run's skillgrad column by name, then GEPA's (from the first run), seed by seed."""
-    columns: dict[str, Column] = {name: {} for name, _ in named}
-    columns["GEPA 0.1.4"] = {}
-    for index, (name, out) in enumerate(named):
+    columns: dict[str, Column] = {name: {} for name, _ in named} | {GEPA: {}}
+    for name, out in named:
         for result in sorted(out.glob("seed*/result.json")):
             row = json.loads(result.read_text(encoding="utf-8"))
-            systems = [(name, "skillgrad")] + ([("GEPA 0.1.4", "gepa")] if index == 0 else [])
-            for column, system in systems:
-                r = row[system]
-                columns[column][int(row["seed"])] = {
-                    "gain": r["test"] - row["test_initial"],
-                    "target_calls": r["target_calls"],
-                    "optimizer_calls": r["optimizer_calls"],
-                }
+            columns[name][int(row["seed"])] = _cell(row, "skillgrad")
+            if name == named[0][0]:
+                columns[GEPA][int(row["seed"])] = _cell(row, "gepa")
     return columns
 
 
@@ -48,24 +52,30 @@ def table(columns: Mapping[str, Column]) -> str:
     seeds = sorted(set.intersection(*(set(c) for c in columns.values())))
     if not seeds:
         return "no seed finished by every run"
-    first, others = names[0], names[1:]
+
+    def mean(name: str, key: str) -> float:
+        return sum(columns[name][s][key] for s in seeds) / len(seeds)
+
+    first = names[0]
     lines = ["| seed | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
     for seed in seeds:
         lines.append(f"| {seed} | " + " | ".join(f"{columns[n][seed]['gain']:+.3f}" for n in names) + " |")
-    means = [sum(columns[n][s]["gain"] for s in seeds) / len(seeds) for n in names]
-    lines.append("| mean | " + " | ".join(f"{m:+.3f}" for m in means) + " |")
+    lines.append("| mean | " + " | ".join(f"{mean(n, 'gain'):+.3f}" for n in names) + " |")
     cells = []
-    for name in others:
+    for name in names[1:]:
         up, down, p = sign_test([columns[first][s]["gain"] - columns[name][s]["gain"] for s in seeds])
         cells.append(f"{up} / {down} (p {p:.3f})")
     lines.append(f"| {first} vs it: seeds up / down (sign test) | | " + " | ".join(cells) + " |")
     for key in ("target_calls", "optimizer_calls"):
-        values = [sum(columns[n][s][key] for s in seeds) / len(seeds) for n in names]
-        lines.append(f"| mean {key.replace('_', ' ')} | " + " | ".join(f"{v:.1f}" for v in values) + " |")
-    missing = {n: sorted(set(c) - set(seeds)) for n, c in columns.items() if set(c) - set(seeds)}
-    if missing:
+        lines.append(
+            f"| mean {key.replace('_', ' ')} | " + " | ".join(f"{mean(n, key):.1f}" for n in names) + " |"
+        )
+    missing = {n: sorted(set(c).difference(seeds)) for n, c in columns.items()}
+    if any(missing.values()):
         lines.append("")
-        lines.append("left out (not finished by every run): " + json.dumps(missing))
+        lines.append(
+            "left out (not finished by every run): " + json.dumps({n: m for n, m in missing.items() if m})
+        )
     return "\n".join(lines)
 
 

@@ -134,3 +134,14 @@ def rollout_worker_pids(env: dict[str, str]) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def rollout_workers_gone(env: dict[str, str], timeout_s: float) -> bool:
+    """Whether `env`'s cluster has no rollout worker left within `timeout_s` (a killed driver's
+    workers live on until Ray sees the driver is gone)."""
+    deadline = time.monotonic() + timeout_s
+    while rollout_worker_pids(env):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)  # polling under a deadline: Ray reaps them on its own schedule
+    return True

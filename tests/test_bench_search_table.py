@@ -53,7 +53,11 @@ def test_gains_side_by_side_with_the_sign_test_and_unfinished_seeds_named(
     assert lines[-1] == 'left out (not finished by every run): {"frontier": [3], "GEPA 0.1.4": [3]}'
 
 
-def test_a_name_without_a_folder_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(SystemExit) as exited:
-        search_table.main([str(tmp_path)])
-    assert exited.value.code == 2
+def test_a_name_without_a_folder_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for wrong in (str(tmp_path), f"frontier={tmp_path / 'missing'}"):
+        with pytest.raises(SystemExit) as exited:
+            search_table.main([wrong])
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert exited.value.code == 2 and err.endswith(
+            f"{wrong!r}: pass NAME=DIR, DIR a bench/vs_gepa.py --out folder"
+        )

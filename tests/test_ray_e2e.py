@@ -11,15 +11,14 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.openai_server import Request, ScriptedOpenAI, server_error, text, unauthorized
-from tests.ray_cluster import local_ray_cluster, ray_env, rollout_worker_pids
+from tests.ray_cluster import local_ray_cluster, ray_env, rollout_worker_pids, rollout_workers_gone
 from tests.test_resume import World, artifacts, config
 from tests.test_train_e2e import GOOD_RULE, world, write_config
 
@@ -222,15 +221,6 @@ class KillingWorld(World):
         return super().__call__(request)
 
 
-def wait_until(done: Callable[[], bool], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
-
-
 def start_train(env: dict[str, str], world: KillingWorld, *args: str) -> int:
     proc = subprocess.Popen(
         [sys.executable, "-m", "skillgrad.cli", "train", *args],
@@ -269,9 +259,7 @@ def test_driver_killed_then_resume_pays_nothing_twice(tmp_path: Path, cluster) -
         )
         # The dead driver's workers may still be retrying the refused call: the world stays down
         # until Ray has reaped them, or one of their retries would be paid after the resume began.
-        assert wait_until(lambda: not rollout_worker_pids(env), seconds=60), (
-            "the dead driver's workers lived on"
-        )
+        assert rollout_workers_gone(env, timeout_s=60), "the dead driver's workers lived on"
         assert start_train(env, world, "--resume", str(out), *on_cluster(address)) == 0
     assert len(world.answered) == len(set(world.answered)) == len(clean.answered), "a paid call was repeated"
     assert artifacts(out) == artifacts(tmp_path / "clean-run")

@@ -44,7 +44,10 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if CONFIG_MARKER in markdown:
         from skillgrad.config.reference import render_reference
 
-        markdown = markdown.replace(CONFIG_MARKER, render_reference())
+        table = render_reference()
+        markdown = markdown.replace(
+            CONFIG_MARKER, f'<div class="config-reference" markdown>\n\n{table}\n\n</div>'
+        )
     if API_MARKER in markdown:
         markdown = markdown.replace(API_MARKER, api_reference())
     if COMMANDS_MARKER in markdown:

@@ -129,13 +129,16 @@ def _cell(text: str) -> str:
 
 
 def render_reference(config: type[BaseModel] = Config) -> str:
-    """The reference as markdown: a heading, the section's description and a table per section."""
+    """The reference as markdown: per section a heading, its description and a table of its keys
+    (the key; its type, default and allowed values; its description)."""
     out = []
     for section in sections(config):
         out += [f"## `{section.name}`", "", section.description, ""]
-        out += ["| key | type | default | allowed | description |", "| --- | --- | --- | --- | --- |"]
+        out += ["| key | type, default, allowed | description |", "| --- | --- | --- |"]
         for key in section.keys:
-            cells = (f"`{key.key}`", key.type, key.default, key.allowed, key.description)
-            out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+            value = f"{key.type}<br>default: {key.default}" + (
+                f"<br>allowed: {key.allowed}" if key.allowed else ""
+            )
+            out.append("| " + " | ".join(_cell(c) for c in (f"`{key.key}`", value, key.description)) + " |")
         out.append("")
     return "\n".join(out)

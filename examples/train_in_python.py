@@ -61,7 +61,7 @@ def score(answer: str, task: Task) -> Score:
     return Score(0.0, False, f"{statement} The answer must contain {value!r}.")
 
 
-# The same keys as a YAML config (README, "Configuration reference"); model.backend: local is the
+# The same keys as a YAML config (docs/reference/configuration.md); model.backend: local is the
 # packaged model in-process, for both roles.
 CONFIG: dict[str, Any] = {
     "benchmark": {"train_size": 12, "val_size": 12, "test_size": 16, "seed": 0},

@@ -26,8 +26,8 @@ from skillgrad.values import Rollout, Task
 
 
 class RunFiles:
-    """The names in a run folder (docs/architecture.md, "Run folder"; the README's tour). Skills
-    are `<name>.md`, or a folder `<name>/` for a skill package."""
+    """The names in a run folder (docs/architecture.md, "Run folder"; the tour of them:
+    docs/reference/run-folder.md). Skills are `<name>.md`, or a folder `<name>/` for a skill package."""
 
     CONFIG = "config.json"  # the resolved config, secrets redacted
     STATE = "state.json"  # the resume point: TrainState + ledger

@@ -1,4 +1,4 @@
-"""Issue 32, defect 9: the CLI's help agrees with the README, no flag is accepted and ignored, no
+"""Issue 32, defect 9: the CLI's help agrees with the docs, no flag is accepted and ignored, no
 docstring cites a document the repository does not have, and the dead code is gone."""
 
 from __future__ import annotations
@@ -25,16 +25,17 @@ def _help(command: str) -> str:
     return " ".join(proc.stdout.split())  # argparse wraps lines
 
 
-def test_help_says_what_the_readme_says() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    # harvest reads Codex sessions too (README: `skillgrad harvest --from ~/.codex/sessions ...`)
-    assert "--from ~/.codex/sessions" in readme
+def test_help_says_what_the_docs_say() -> None:
+    sessions = (REPO / "docs" / "guides" / "sessions.md").read_text(encoding="utf-8")
+    packages = (REPO / "docs" / "guides" / "skill-packages.md").read_text(encoding="utf-8")
+    # harvest reads Codex sessions too (the guide: `skillgrad harvest --from ~/.codex/sessions ...`)
+    assert "--from ~/.codex/sessions" in sessions
     harvest = _help("harvest")
     assert "Claude Code or Codex sessions" in harvest and "~/.codex/sessions" in harvest
     top = " ".join(_cli("--help").stdout.split())
     assert "mine your Claude Code or Codex sessions" in top
-    # eval --skill takes a package folder (README: `skillgrad eval --skill runs/x/best_skill`)
-    assert "`skillgrad eval --skill runs/x/best_skill` evaluates a\n  package" in readme
+    # eval --skill takes a package folder (the guide: `skillgrad eval --skill runs/x/best_skill`)
+    assert "`skillgrad eval --skill runs/x/best_skill` evaluates a\n  package" in packages
     assert "a SKILL.md file or a skill package folder" in _help("eval")
     assert "markdown file" not in _help("eval")
 

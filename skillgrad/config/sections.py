@@ -34,26 +34,49 @@ Schedule = Literal["constant", "linear", "cosine"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # A field's docstring is its description: the configuration reference is generated from them.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
 
 
 class BenchmarkConfig(_Section):
+    """The tasks: which benchmark, its data, how it is split, and (`optimizer.target: description` or
+    `both`) the queries that should and should not load the skill."""
+
     name: str = "qa"
+    """`qa`, `searchqa`, `gsm8k`, `bbh`, `humaneval`, `coding_tasks`, `housestyle`, `housefacts`,
+    `housecli`, `custom`, `harvested`, or `module:function` (a factory returning a Benchmark);
+    `--benchmark NAME`"""
     data: str | None = None
-    scorer: str | None = None  # custom JSONL benchmarks: exact | f1 | numeric | contains | regex | module:fn
+    """Data file or folder. Relative paths in a config file resolve against that file; given with
+    `--set` or `--data FILE`, against the current folder."""
+    scorer: str | None = None
+    """`custom` only: `exact`, `f1`, `numeric`, `contains`, `regex` or `module:function`."""
     train_size: int = Field(40, ge=0)
+    """Train split size (the splits are disjoint, drawn by `benchmark.seed`)."""
     val_size: int = Field(20, ge=1)
+    """Validation split size: the items the gate decides on."""
     test_size: int = Field(0, ge=0)
+    """Test split size, run once at the end on the initial and the best skill (0: no test)."""
     seed: int = 0
-    options: dict[str, Any] = Field(default_factory=dict)  # benchmark-specific settings
-    # Activation (optimizer.target: description | both; see skillgrad/activation): the queries
-    # that should and should not load the skill, and the other skills installed beside it.
-    triggers: str | None = None  # JSONL of {query, should_trigger}; None: task questions + negatives
-    trigger_negatives: str | None = None  # JSONL of requests that must not load it ({query} or {question})
-    trigger_split: tuple[float, float, float] = (0.5, 0.25, 0.25)  # train / val / test shares
-    trigger_repeats: int = Field(3, ge=1, le=8)  # runs of each query per skill: its trigger rate
-    trigger_max_turns: int = Field(4, ge=1)  # a harness's turns (Claude) / tool calls (Codex) per query
-    distractor_skills: str | None = None  # folder of skill folders installed beside it; None: shipped
+    """Seed of the split."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Benchmark-specific settings (the guide "Your own benchmark" lists them)."""
+    triggers: str | None = None
+    """`optimizer.target: description` or `both`: a JSONL of `{"query", "should_trigger"}`
+    rows; null: the task questions as positives plus `trigger_negatives`."""
+    trigger_negatives: str | None = None
+    """A JSONL of requests that should not load the skill (`{"query"}` or `{"question"}`
+    rows: a neighbouring skill's task file works as it is)."""
+    trigger_split: tuple[float, float, float] = (0.5, 0.25, 0.25)
+    """Train / val / test shares of the queries, within each label (train and val above 0,
+    test 0 or more)."""
+    trigger_repeats: int = Field(3, ge=1, le=8)
+    """Runs of each query per description (its trigger rate; the paired gate's repeats)."""
+    trigger_max_turns: int = Field(4, ge=1)
+    """Turns (Claude Code) or tool calls (Codex) a query's session may take before it counts
+    as not loaded."""
+    distractor_skills: str | None = None
+    """A folder of skill folders installed beside the skill; null: the five shipped ones."""
 
     @field_validator("trigger_split")
     @classmethod
@@ -64,64 +87,113 @@ class BenchmarkConfig(_Section):
 
 
 class SkillConfig(_Section):
+    """The skill being trained: where it starts, its name, its size budgets."""
+
     init: str | None = None
-    # The skill's name (Claude Code: .claude/skills/<name>/SKILL.md): Claude Code accepts only
-    # lowercase letters, digits and hyphens, so anything else would fail every task at run time.
+    """The initial skill: a file, or a folder (a package: `SKILL.md` plus references and scripts);
+    an empty skill when absent."""
     name: str = Field("task-skill", pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
-    # The whole skill's size budget in characters (a package: all its text files), stated in the
-    # analyst's prompt; an edit or candidate past it is skipped. None: no budget.
+    """The skill's name (Claude Code installs it as `.claude/skills/<name>/`, Codex as
+    `.agents/skills/<name>/`): lowercase letters, digits and hyphens, all that Claude Code accepts."""
     max_chars: int | None = Field(None, ge=200)
-    # A package's files the analyst sees in full (SKILL.md, then those the failing tasks read),
-    # in characters; the rest are listed with their size and first lines.
+    """Size budget of the whole skill in characters (a package: all its text files), stated in
+    the analyst's prompt; an edit or candidate past it is skipped with its size. Null: no budget."""
     prompt_chars: int = Field(12000, ge=1000)
-    self_test_timeout_s: float = Field(60.0, gt=0, le=DAY_S)  # a package's front-matter `self_test` command
-    # The description's limit in characters (Agent Skills: at most 1024), in the analyst's reply
-    # schema; an initial description longer than this is refused.
+    """A package's files the analyst sees in full (SKILL.md, then the files the failing tasks
+    read), in characters; the rest are listed with their size and first line."""
+    self_test_timeout_s: float = Field(60.0, gt=0, le=DAY_S)
+    """Wall-clock limit of a package's front-matter `self_test` command."""
     description_chars: int = Field(1024, ge=40, le=1024)
+    """The description's limit (Agent Skills: 1024 at most), in the analyst's reply schema; a
+    longer initial description is refused."""
 
 
 class ModelConfig(_Section):
+    """The two roles' models (the optimizer, which reflects and edits; the target, the agent under
+    training), their backends, and each backend's own settings."""
+
     backend: BackendName = DEFAULT_BACKEND
+    """Backend of both roles unless a role is pinned (`--backend NAME`)."""
     optimizer_backend: BackendName | None = None
+    """Pins the optimizer's backend (`--optimizer-backend NAME`)."""
     target_backend: BackendName | None = None
+    """Pins the target's backend (`--target-backend NAME`)."""
     optimizer_model: str | None = None
+    """The optimizer's model id (each backend has a default)."""
     target_model: str | None = None
+    """The target's model id (each backend has a default)."""
     reasoning_effort: Effort | None = "medium"
+    """Reasoning effort of models that take one; per role: `optimizer_reasoning_effort`,
+    `target_reasoning_effort`."""
     optimizer_reasoning_effort: Effort | None = None
+    """The optimizer's reasoning effort (null: `reasoning_effort`)."""
     target_reasoning_effort: Effort | None = None
+    """The target's reasoning effort (null: `reasoning_effort`)."""
     base_url: str | None = None
+    """OpenAI-compatible or Anthropic endpoint; per role: `optimizer_base_url`, `target_base_url`."""
     optimizer_base_url: str | None = None
+    """The optimizer's endpoint (null: `base_url`)."""
     target_base_url: str | None = None
+    """The target's endpoint (null: `base_url`)."""
     api_key: SecretStr | None = None
+    """A secret, never written anywhere; per role: `optimizer_api_key`, `target_api_key`; else
+    the SDK's environment variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`)."""
     optimizer_api_key: SecretStr | None = None
+    """The optimizer's key (null: `api_key`)."""
     target_api_key: SecretStr | None = None
+    """The target's key (null: `api_key`)."""
     temperature: float = Field(0.0, ge=0.0, le=2.0)
+    """Sampling temperature of chat backends."""
     max_output_tokens: int = Field(1024, ge=16, le=MAX_TOKENS)
-    optimizer_max_output_tokens: int | None = Field(
-        None, ge=16, le=MAX_TOKENS
-    )  # per role; None: max_output_tokens
+    """Max tokens per reply."""
+    optimizer_max_output_tokens: int | None = Field(None, ge=16, le=MAX_TOKENS)
+    """The optimizer's max tokens per reply (null: `max_output_tokens`)."""
     target_max_output_tokens: int | None = Field(None, ge=16, le=MAX_TOKENS)
+    """The target's max tokens per reply (null: `max_output_tokens`)."""
     timeout_s: float = Field(120.0, gt=0, le=DAY_S)
+    """Per-request timeout of chat backends."""
     max_retries: int = Field(4, ge=0, le=20)
+    """Transport retries with backoff (429, 5xx, timeouts)."""
     json_retries: int = Field(2, ge=0, le=10)
-    trace_to_optimizer: bool = True  # the analyst reads the harness target's trace steps
-    claude_trace_to_optimizer: bool = True  # the Claude Code key; both must be true for Claude Code
+    """Re-asks after a reply that is not schema-valid JSON; then a `StructuredOutputError`
+    naming the stage."""
+    trace_to_optimizer: bool = True
+    """Show a harness target's trace steps (Claude Code, Codex) to the optimizer."""
+    claude_trace_to_optimizer: bool = True
+    """The Claude Code key: false hides Claude Code's trace steps (both keys must be true
+    for Claude Code)."""
     claude_code_cli_path: str | None = None
+    """Use this `claude` binary instead of the one claude-agent-sdk bundles."""
     claude_code_allowed_tools: list[str] = Field(
         default_factory=lambda: ["Read", "Glob", "Grep", "Bash", "Write", "Edit"]
     )
+    """Tools the Claude Code target may use (auto-approved)."""
     claude_code_permission_mode: Literal["default", "acceptEdits", "bypassPermissions", "dontAsk"] = "default"
+    """Claude Code's permission mode (`bypassPermissions` needs `IS_SANDBOX=1` as root)."""
     claude_code_max_turns: int = Field(20, ge=1, le=MAX_TURNS)
+    """Max Claude Code turns per task."""
     claude_code_timeout_s: float = Field(600.0, gt=0, le=DAY_S)
-    codex_cli_path: str | None = None  # default: `codex` on PATH
+    """Wall-time limit of a Claude Code task (a timeout scores 0, the run goes on)."""
+    codex_cli_path: str | None = None
+    """Use this `codex` binary instead of the one on PATH."""
     codex_sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
+    """The sandbox of a Codex task (`danger-full-access` only where the container is the
+    sandbox)."""
     codex_approval_policy: Literal["never", "on-request", "on-failure"] = "never"
-    codex_max_turns: int = Field(20, ge=1, le=MAX_TURNS)  # tool calls per task before the session is stopped
+    """Codex's approval policy (nobody answers in `exec`: a request for approval is a refusal)."""
+    codex_max_turns: int = Field(20, ge=1, le=MAX_TURNS)
+    """Max tool calls per Codex task; the session is stopped at the next one."""
     codex_timeout_s: float = Field(600.0, gt=0, le=DAY_S)
-    codex_reuse_login: bool = False  # copy the user's Codex auth.json into the private CODEX_HOME
+    """Wall-time limit of a Codex session."""
+    codex_reuse_login: bool = False
+    """Copy your Codex `auth.json` into the private `CODEX_HOME` (to use a ChatGPT login)."""
     local_model: str | None = None
+    """`local` backend: a GGUF path or a Hugging Face `owner/repo:file.gguf`; null: the packaged
+    SmolLM2-135M."""
     local_threads: int = Field(1, ge=1, le=MAX_PARALLEL)
+    """Generation threads of the local model (1 holds its speed on a busy 2-core machine)."""
     local_ctx: int = Field(4096, ge=512, le=1_048_576)
+    """Context size of the local model."""
 
     def backend_for(self, role: str) -> BackendName:
         value = self.optimizer_backend if role == "optimizer" else self.target_backend
@@ -160,104 +232,193 @@ class ModelConfig(_Section):
 
 
 class TraceConfig(_Section):
+    """The budgeted view of a session that the analyst reads (concepts: "Traces and the reflection
+    workspace")."""
+
     tool_result_chars: int = Field(200, ge=20)
+    """Cap of one tool result's line in a trace view."""
     step_chars: int = Field(500, ge=20)
-    total_chars: int = Field(4000, ge=200)  # the budget of one trace's view
-    prompt_chars: int = Field(12000, ge=200)  # the budget all trace views of one analyst prompt share
+    """Cap of one other step's line in a trace view."""
+    total_chars: int = Field(4000, ge=200)
+    """The budget of one trace's view."""
+    prompt_chars: int = Field(12000, ge=200)
+    """The budget that all trace views of one analyst prompt share (failed tasks are sized
+    first)."""
 
 
 class TrainConfig(_Section):
+    """Epochs, batches, and where the work runs."""
+
     epochs: int = Field(2, ge=1)
+    """Passes over the train split (no upper bound: the steps are planned as they run)."""
     batch_size: int = Field(8, ge=1)
+    """Train tasks per step."""
     minibatch_size: int = Field(4, ge=1)
-    concurrency: int = Field(8, ge=1, le=MAX_PARALLEL)  # calls in flight at once, all stages together
+    """Tasks per analyst call."""
+    concurrency: int = Field(8, ge=1, le=MAX_PARALLEL)
+    """Rollouts and analyst calls in flight, all stages together."""
     seed: int = 0
-    # Run independent work side by side (baseline beside step 1, the next step's rollouts beside
-    # a validation); decisions and skills are exactly those of the sequential order.
+    """Seed of the batch order."""
     overlap: bool = True
-    executor: Literal["threads", "ray"] = "threads"  # where the target's rollouts run
+    """Run independent work side by side (the baseline beside step 1, the next step's rollouts
+    beside a validation); decisions and skills are exactly those of `false`."""
+    executor: Literal["threads", "ray"] = "threads"
+    """Where the target's rollouts run: `threads` or `ray` (`--executor ray`; the guide "Run on a
+    cluster")."""
 
 
 class RayConfig(_Section):
     """The Ray cluster of `train.executor: ray` (see skillgrad/executors/ray_cluster.py)."""
 
-    # "" = a local cluster started for the run; "auto" = this machine's cluster; ray://host:port
     address: str = Field("", pattern=r"^(|auto|ray://[^\s/:]+:\d+|[^\s/:]+:\d+)$")
-    local_cpus: int | None = Field(
-        None, ge=1, le=MAX_PARALLEL
-    )  # CPUs of the local cluster (default: all of them)
-    workers: int = Field(0, ge=0, le=MAX_PARALLEL)  # worker processes; 0 = as many as the CPUs allow
+    """`""` starts a local Ray cluster for the run; `auto` joins this machine's (`ray start
+    --head`); `host:port` or `ray://host:port` a running one."""
+    local_cpus: int | None = Field(None, ge=1, le=MAX_PARALLEL)
+    """CPUs of the local cluster started for the run (null: all)."""
+    workers: int = Field(0, ge=0, le=MAX_PARALLEL)
+    """Worker processes running rollouts; 0: as many as the cluster's CPUs allow."""
     cpus_per_worker: float = Field(1.0, gt=0, le=MAX_PARALLEL)
-    max_retries: int = Field(3, ge=0, le=100)  # retries of a task whose worker or node was lost
-    pip: list[str] | None = None  # joining a cluster: workers install these (None: the target's extra)
+    """CPUs Ray reserves per worker process (fractions allowed)."""
+    max_retries: int = Field(3, ge=0, le=100)
+    """Retries of a task whose worker or node was lost (0: none; a task sent while its worker
+    restarts then fails too)."""
+    pip: list[str] | None = None
+    """Joining a cluster: pip requirements installed on workers (null: the target backend's extra;
+    `[]`: none)."""
 
 
 class OptimizerConfig(_Section):
-    learning_rate: int = Field(4, ge=1)  # max edits applied per step
+    """How the analyst proposes edits, how many are applied, how a candidate is judged and which
+    skills are kept (concepts: "The loop", "The gate", "Search")."""
+
+    learning_rate: int = Field(4, ge=1)
+    """Max edits applied per step (at the start of the schedule)."""
     min_learning_rate: int = Field(2, ge=1)
+    """The schedule's floor."""
     lr_schedule: Schedule = "cosine"
+    """How the learning rate goes from `learning_rate` to `min_learning_rate` over the run."""
     gate: Literal["strict", "paired"] = "strict"
-    gate_alpha: float = Field(0.05, gt=0, lt=1)  # paired gate: the significance level
-    val_repeats: int = Field(1, ge=1, le=8)  # runs of each val item per skill (paired gate: k)
-    # racing: validate in waves and stop a candidate once it cannot pass; full: one wave
+    """The acceptance test: `strict` (more val outcomes, by at least `gate_min_gain`) or `paired`
+    (an exact permutation test at `gate_alpha` over `val_repeats` runs per item)."""
+    gate_alpha: float = Field(0.05, gt=0, lt=1)
+    """`paired` gate: the significance level of its one-sided test."""
+    val_repeats: int = Field(1, ge=1, le=8)
+    """Runs of each val item per skill (the paired gate compares them item by item)."""
     validation: Literal["racing", "full"] = "racing"
+    """`racing`: validate in waves, stop a candidate once it can no longer pass; `full`: one wave."""
     race_waves: int = Field(2, ge=1)
+    """At most this many waves in a racing validation (a first wave is split off only when it
+    can save twice its calls)."""
     merge: Literal["union"] = "union"
+    """How the minibatches' patches are merged."""
     rank: Literal["support"] = "support"
-    show_rejected: bool = True  # feed the epoch's rejected edits back to later analysts
-    max_proposed_edits: int = Field(4, ge=1, le=16)  # edits one analyst reply may hold; selection clips
-    edit_mode: Literal["patch", "rewrite"] = "patch"  # edits as JSON, or a revised skill diffed into edits
-    proposals_per_minibatch: int = Field(1, ge=1, le=16)  # analyst replies per minibatch (support counts)
-    proposal_temperature: float = Field(0.8, ge=0.0, le=2.0)  # sampling of the proposals after the first
-    # the analyst prompt shows one edit from another domain (chess) to teach the shape; a model
-    # too small to write rules copies its wording instead (off in configs/quickstart.yaml)
+    """How merged edits are ranked (`support`: by how many analysts proposed them)."""
+    show_rejected: bool = True
+    """Show the epoch's rejected edits to later analysts."""
+    max_proposed_edits: int = Field(4, ge=1, le=16)
+    """Edits one analyst reply may hold (lines a rewrite may change); selection then keeps at
+    most the learning rate of those that apply."""
+    edit_mode: Literal["patch", "rewrite"] = "patch"
+    """`patch`: the analyst proposes edits whose targets are the skill's lines; `rewrite`: it
+    returns the whole revised skill, diffed into line edits (same learning rate, selection and
+    edit report)."""
+    proposals_per_minibatch: int = Field(1, ge=1, le=16)
+    """Analyst replies per minibatch; the first at `model.temperature`, the others at
+    `proposal_temperature`; identical edits add support for the ranking."""
+    proposal_temperature: float = Field(0.8, ge=0.0, le=2.0)
+    """The sampling temperature of the extra proposals."""
     shape_example: bool = True
-    reask_dropped: bool = True  # every proposed edit dropped: ask once more, the skill shown as empty
-    max_skill_chars: int = Field(8000, ge=200)  # an edit set that grows the skill past this is clipped
-    allow_task_text: bool = False  # keep edits that copy a task's question, context or answer
-    task_text_ngram: int = Field(10, ge=3)  # shared consecutive words that make an edit a copy
-    # greedy: one incumbent; frontier: a pool of candidates kept by their per-item wins (loop/search)
+    """The analyst prompt shows one edit from a domain no task comes from (chess) to teach an
+    edit's shape; copies of it are dropped. A model too small to write rules imitates its wording
+    instead: off in `configs/quickstart.yaml` (measured in the results)."""
+    reask_dropped: bool = True
+    """When selection drops every edit a step's analysts proposed (identical replacements, rules
+    the skill already states, copies of the prompt or of a task, edits rejected earlier this
+    epoch), ask each of them once more with the skill shown as empty, so it writes the rules the
+    failures need from scratch (single-file skills; `reflections/mb_NN_reask.json`, `reasked` in
+    `merged_patch.json`; one more optimizer call each)."""
+    max_skill_chars: int = Field(8000, ge=200)
+    """An edit that would grow the skill (a package: one of its files, or a created file) past
+    this is skipped."""
+    allow_task_text: bool = False
+    """Keep edits that copy a task's question, context or expected answer (normally dropped as
+    "copies task text", counted in `summary.json` `task_text_copies`)."""
+    task_text_ngram: int = Field(10, ge=3)
+    """Consecutive words an edit shares with a task's text that make it a copy."""
     search: Literal["greedy", "frontier"] = "greedy"
-    parent: Literal["pareto", "lexicase", "best"] = "lexicase"  # frontier: how a step's parent is drawn
-    merge_every: int = Field(3, ge=0)  # frontier: every n-th step merges two lineages (0: never)
-    # How the analyst reads the minibatch's sessions. digest: the budgeted views in its prompt;
-    # workspace: a harness optimizer also reads every rollout's full trace in a read-only folder,
-    # the views' gap markers pointing into it (skillgrad.evidence). None: workspace when the
-    # optimizer is a harness (claude_code_exec, codex_exec), else digest.
+    """`greedy`: one incumbent, replaced by a candidate that passes the gate; `frontier`: a pool of
+    candidates kept by the val items they win."""
+    parent: Literal["pareto", "lexicase", "best"] = "lexicase"
+    """`frontier`: how each step's parent is drawn from the frontier: `lexicase` (items in a random
+    order, keep the best on each in turn), `pareto` (weighted by the items a member wins; a win
+    shared by k members counts 1/k), `best` (the highest val mean)."""
+    merge_every: int = Field(3, ge=0)
+    """`frontier`: every n-th step merges two frontier members with a common ancestor instead of
+    making a child (0: never)."""
     reflection: Literal["digest", "workspace"] | None = None
-    reflection_turns: int = Field(12, ge=1, le=200)  # turns that may open files (Codex: tool calls)
-    reflection_timeout_s: float = Field(600.0, gt=0)  # wall time of one reflection in a workspace
-    # a run of this many words of 4+ letters that only one train task has ("private bill
-    # committees") makes an edit a copy of that task; 0: only whole fields, ngrams and answers
+    """How the analyst reads the minibatch's sessions. `digest`: the budgeted trace views in its
+    prompt; `workspace`: a Claude Code or Codex analyst also reads every rollout's full session in
+    a read-only folder the views' gap markers point into. Null: `workspace` when the optimizer is
+    a harness, else `digest`."""
+    reflection_turns: int = Field(12, ge=1, le=200)
+    """Turns a workspace analyst may spend reading before it answers (Codex: tool calls); past
+    it the reflection ends with an error and the step goes on without its edits."""
+    reflection_timeout_s: float = Field(600.0, gt=0)
+    """Wall time of one workspace reflection, re-asks included; past it, the same."""
     task_phrase_words: int = Field(3, ge=0)
-    # the analyst reads the step's answers counted by kind of miss, and passed/failed pairs of one
-    # answer shape; off: the 1.5B analyst wrote no rule with them on XQuAD and was drawn from the
-    # rule housestyle's feedback states (docs/benchmarks.md, issue 26)
+    """A run of this many words of 4 letters or more that only one train task has ("private
+    bill committees") makes an edit a copy of that task, unless the grader's feedback or the skill
+    states it; 0 turns the term check off (whole fields, `task_text_ngram` and quoted answers
+    still count)."""
     error_census: bool = False
+    """The analyst prompt counts the step's answers by kind of miss (extra words around the
+    expected span, part of it, another form, a different number, a different answer), with answer
+    lengths, before asking for rules. Off: with it the 1.5B analyst wrote no rule on XQuAD and was
+    drawn from the rule housestyle's feedback states (measured in the results)."""
     contrasts: int = Field(0, ge=0, le=8)
-    # strict gate: the smallest gain kept, in outcomes' worth (one val item 0 -> 1); it changes
-    # nothing for 0/1 scores and rejects a one-item wiggle of F1; 0: any gain
+    """Passed/failed pairs shown to the analyst: a failed task beside a passed task of the step
+    that expects the same shape of answer (number, option letter, yes/no, short phrase, longer
+    text); 0: none."""
     gate_min_gain: float = Field(1.0, ge=0.0)
-    # What the run trains: the body on tasks, the description on triggers (when the harness loads
-    # the skill), or both in alternating steps (skillgrad/activation).
+    """`strict` gate: the smallest gain it keeps, in outcomes' worth (one val item run going
+    0 -> 1, i.e. 1 / (items x repeats)); it changes nothing for 0/1 scores, and with continuous
+    scores (F1) rejects a gain smaller than fixing one item outright; 0: any gain."""
     target: Literal["body", "description", "both"] = "body"
+    """What the run trains: `body` (on tasks), `description` (when the skill is loaded, on
+    triggers) or `both` in alternating steps; needs `optimizer.search: greedy`."""
 
 
 class BudgetConfig(_Section):
+    """Caps across both roles, on paid usage: the run stops at a safe point with `stopped: budget`."""
+
     max_usd: float | None = Field(None, gt=0)
+    """Cap on the paid cost in US dollars (null: none)."""
     max_tokens: int | None = Field(None, gt=0)
+    """Cap on the paid tokens (null: none)."""
     max_calls: int | None = Field(None, gt=0)
+    """Cap on the paid calls, exact at any concurrency or cluster size (null: none)."""
 
 
 class CacheConfig(_Section):
-    enabled: bool = True  # identical calls are answered from disk, within and across runs
-    dir: str | None = None  # default: ~/.cache/skillgrad/calls
-    salt: str = ""  # change to deliberately resample every call
+    """The content-addressed call cache: a resumed or repeated run pays nothing twice."""
+
+    enabled: bool = True
+    """Answer identical calls from disk, within and across runs (`--no-cache` turns it off for one
+    run)."""
+    dir: str | None = None
+    """The cache folder; null: `~/.cache/skillgrad/calls`."""
+    salt: str = ""
+    """Change it to deliberately resample every call."""
 
 
 class TrackingConfig(_Section):
+    """Experiment tracking."""
+
     mlflow: bool = False
+    """Log params, per-step metrics and skill versions to MLflow."""
     mlflow_uri: str | None = None
+    """A server URL, `sqlite:///mlflow.db`, or a folder (MLflow 3 opens a folder store only with
+    `MLFLOW_ALLOW_FILE_STORE=true`)."""
 
 
 class Config(_Section):

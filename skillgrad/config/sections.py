@@ -176,6 +176,8 @@ class TrainConfig(_Section):
     # a validation); decisions and skills are exactly those of the sequential order.
     overlap: bool = True
     executor: Literal["threads", "ray"] = "threads"  # where the target's rollouts run
+    # runs again of a task whose agent failed (crash, timeout, outage) before it counts as missing
+    rollout_retries: int = Field(1, ge=0, le=10)
 
 
 class RayConfig(_Section):

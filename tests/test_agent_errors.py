@@ -107,6 +107,7 @@ def test_agent_errors_are_retried_then_missing_never_zeros(tmp_path: Path) -> No
     # RULE_A's only "gain" is the item the incumbent could not run: no free win, it is out
     first = read(run / "steps" / "0001" / "gate.json")
     assert history[0]["action"] == "rejected" and not first["accepted"] and first["missing"] == 0
+    assert first["reason"] == "validation 0.5000 ties current 0.5000 on the 4 items both have outcomes for"
     # RULE_B passes with its failed runs left out (v2 fixed, v3 as before), not with them as
     # failures (v0 and v1 lost): held, not kept, and its edit is not refused for the epoch
     second = read(run / "steps" / "0002" / "gate.json")

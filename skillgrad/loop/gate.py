@@ -116,16 +116,18 @@ class StrictGate:
         ours, base = mean_of(mine), mean_of(theirs)
         effect = ours - base
         needed = self.min_gain / max(1, len(theirs))
+        on = "" if len(theirs) == len(incumbent) else f" on the {len(theirs)} items both have outcomes for"
         if effect > self.epsilon and effect >= needed - self.epsilon:
-            return GateDecision(True, f"validation {ours:.4f} > current {base:.4f}", self.test, effect)
+            return GateDecision(True, f"validation {ours:.4f} > current {base:.4f}{on}", self.test, effect)
         if effect > self.epsilon:
             reason = (
-                f"validation {ours:.4f} > current {base:.4f}, but the gain {effect:.4f} is less than "
-                f"{self.min_gain:g} val item(s) fixed outright ({needed:.4f} of {len(theirs)} items)"
+                f"validation {ours:.4f} > current {base:.4f}{on}, but the gain {effect:.4f} is less "
+                f"than {self.min_gain:g} val item(s) fixed outright ({needed:.4f} of {len(theirs)} items)"
             )
             return GateDecision(False, reason, self.test, effect)
         relation = "ties" if abs(effect) <= self.epsilon else "is below"
-        return GateDecision(False, f"validation {ours:.4f} {relation} current {base:.4f}", self.test, effect)
+        reason = f"validation {ours:.4f} {relation} current {base:.4f}{on}"
+        return GateDecision(False, reason, self.test, effect)
 
     def can_pass(self, partial: Mapping[str, Sequence[float]], incumbent: ValResults) -> bool:
         best = optimistic(partial, incumbent, self.repeats)  # monotone: exact

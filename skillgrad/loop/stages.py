@@ -117,7 +117,10 @@ class RolloutRunner:
             )
             for index, rollout in zip(failed, self._attempt(batch, failed, retry == retries), strict=True):
                 results[index] = rollout
-        self.events.emit("stage_end", stage=stage, step=step, mean_score=mean_score(results))
+        scored = [r for r in results if not r.result.is_error]  # a failed run is no zero
+        self.events.emit(
+            "stage_end", stage=stage, step=step, mean_score=mean_score(scored) if scored else None
+        )
         return results
 
     def _attempt(self, batch: _Batch, indices: list[int], last: bool) -> list[Rollout]:

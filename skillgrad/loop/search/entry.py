@@ -5,7 +5,7 @@ stops a child once it can no longer enter.
 
 Why every item: choosing the items a child won and then testing its gain on those alone tests
 noise that was picked for looking like a gain. A child drawn from its parent's own distribution
-(16 items, 3 repeats) then passed the paired gate 50 % of the time at alpha 0.05, and the strict
+(16 items, 3 repeats) then passed the paired gate 40 % of the time at alpha 0.05, and the strict
 gate 99 % (bench/gate_noise.py --false-acceptance). The test on every item keeps the level of the
 configured gate: the paired pool test (`Gate.pool_test`) is the gate's exact permutation test
 without asking the mean to rise, so a child that fixes some items for real and costs others still

@@ -21,6 +21,14 @@ Noise models (16 val items; how the item probabilities are drawn, and where the 
   fixes the weakest items (a learned rule fixes the items it applies to).
 - `stable`:   p in {0, 1} (the target is deterministic on most items); the gain makes two failing
   items right 80 % of the time.
+
+    python bench/gate_noise.py --false-acceptance --null-trials 2000 --k 3   # the null table
+
+`--false-acceptance`: every gate the trainer builds, under the null (the child is drawn from its
+parent's distribution, item by item), each through racing `validate` and `judge` at the same k:
+`strict`, `paired`, the frontier's pool entry (`EntryGate`) around each, and the trigger gate of a
+description run (`TriggerGate`, half the items labelled "should load"). The share of children
+accepted is a false acceptance; it is printed with its standard error beside alpha.
 """
 
 from __future__ import annotations
@@ -35,11 +43,14 @@ from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from skillgrad.loop.gate import Gate, make_gate  # noqa: E402
-from skillgrad.loop.rollout import run_rollouts
+from skillgrad.activation.metrics import TriggerF1, TriggerGate  # noqa: E402
+from skillgrad.loop.gate import Gate, ValResults, make_gate  # noqa: E402
+from skillgrad.loop.rollout import run_rollouts  # noqa: E402
+from skillgrad.loop.search.dominance import Scored, item_means  # noqa: E402
+from skillgrad.loop.search.entry import EntryGate  # noqa: E402
 from skillgrad.loop.validate import Race, ValUnit, validate  # noqa: E402
 from skillgrad.loop.verdict import judge  # noqa: E402
-from skillgrad.values import AgentResult, Rollout, Score, Task, Usage
+from skillgrad.values import AgentResult, Rollout, Score, Task, Usage  # noqa: E402
 
 ITEMS = 16
 GAIN = 0.10
@@ -124,7 +135,12 @@ def runner(agent: NoisyTarget, skill: str) -> Callable[[list[ValUnit]], list[Rol
     return run_units
 
 
-def trial(gate: Gate, k: int, waves: int, incumbent_p: list[float], candidate_p: list[float], seed: int):
+GateFor = Callable[[ValResults], Gate]  # the gate a candidate faces, given the incumbent's results
+
+
+def trial(
+    gate_for: GateFor, k: int, waves: int, incumbent_p: list[float], candidate_p: list[float], seed: int
+) -> tuple[bool, int]:
     tasks = ExactBenchmark().load("val")
     probabilities = {
         "incumbent": {t.id: p for t, p in zip(tasks, incumbent_p, strict=True)},
@@ -132,6 +148,7 @@ def trial(gate: Gate, k: int, waves: int, incumbent_p: list[float], candidate_p:
     }
     agent = NoisyTarget(probabilities, seed)
     incumbent = validate(tasks, k, {}, runner(agent, "incumbent")).results
+    gate = gate_for(incumbent)
     val = validate(tasks, k, {}, runner(agent, "candidate"), Race(gate, incumbent, waves))
     return judge(gate, val, incumbent).accepted, val.calls
 
@@ -140,16 +157,17 @@ def measure(
     model: str, gate_name: str, k: int, alpha: float, waves: int, trials: int, aa_trials: int
 ) -> dict[str, float]:
     gate = make_gate(gate_name, alpha)
+    gate_for: GateFor = lambda _incumbent: gate  # noqa: E731
     rng = random.Random(f"{model}:{gate_name}")
     aa, ab, aa_calls, ab_calls = [], [], [], []
     for t in range(max(trials, aa_trials)):
         incumbent_p, better_p = draw_model(model, rng)
         if t < aa_trials:
-            accepted, calls = trial(gate, k, waves, incumbent_p, incumbent_p, seed=2 * t)
+            accepted, calls = trial(gate_for, k, waves, incumbent_p, incumbent_p, seed=2 * t)
             aa.append(accepted)
             aa_calls.append(calls)
         if t < trials:
-            accepted, calls = trial(gate, k, waves, incumbent_p, better_p, seed=2 * t + 1)
+            accepted, calls = trial(gate_for, k, waves, incumbent_p, better_p, seed=2 * t + 1)
             ab.append(accepted)
             ab_calls.append(calls)
     rate = mean(aa)
@@ -163,6 +181,50 @@ def measure(
     }
 
 
+NULL_GATES = ("strict", "paired", "entry: strict", "entry: paired", "trigger: paired")
+
+
+def null_gate(name: str, alpha: float) -> GateFor:
+    """The gate `name` as the trainer builds it, for a parent whose results are given: the pool
+    entry is a child's of that parent in a pool of the parent alone; the trigger gate labels the
+    even items "should load"."""
+    kind, _, inner = name.rpartition(": ")
+    base = make_gate(inner, alpha)
+    if kind == "entry":
+        return lambda parent: EntryGate(base, [Scored(0, item_means(parent), 0)], chars=1)
+    if kind == "trigger":
+        labels = {f"item{i:02d}": i % 2 == 0 for i in range(ITEMS)}
+        return lambda _parent: TriggerGate(base, TriggerF1(labels))
+    return lambda _parent: base
+
+
+def false_acceptance(model: str, gate_name: str, k: int, alpha: float, waves: int, trials: int) -> float:
+    """The share of children drawn from their parent's distribution that `gate_name` accepts."""
+    gate_for = null_gate(gate_name, alpha)
+    rng = random.Random(f"null:{model}")
+    accepted = [
+        trial(gate_for, k, waves, probs, probs, seed=t)[0]
+        for t in range(trials)
+        for probs in [draw_model(model, rng)[0]]
+    ]
+    return mean(accepted)
+
+
+def null_table(k: int, alpha: float, waves: int, trials: int) -> None:
+    print(
+        f"{ITEMS} val items, k = {k} repeats, {trials} trials per null, racing in {waves} waves; "
+        f"alpha = {alpha}\n"
+    )
+    print("| gate | " + " | ".join(f"{m} null" for m in ("uniform", "u-shaped", "stable")) + " |")
+    print("|---|---|---|---|")
+    for gate_name in NULL_GATES:
+        cells = []
+        for model in ("uniform", "u-shaped", "stable"):
+            rate = false_acceptance(model, gate_name, k, alpha, waves, trials)
+            cells.append(f"{rate:.1%} +- {(rate * (1 - rate) / trials) ** 0.5:.1%}")
+        print(f"| {gate_name} | " + " | ".join(cells) + " |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -172,7 +234,14 @@ def main() -> int:
     parser.add_argument("--k", type=int, default=3, help="val_repeats of the paired gate")
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--waves", type=int, default=2, help="racing waves (1 = full validation)")
+    parser.add_argument(
+        "--false-acceptance", action="store_true", help="print the null table of every gate instead"
+    )
+    parser.add_argument("--null-trials", type=int, default=2000, help="trials per null and gate")
     args = parser.parse_args()
+    if args.false_acceptance:
+        null_table(args.k, args.alpha, args.waves, args.null_trials)
+        return 0
     print(
         f"{ITEMS} val items, {args.aa_trials} A/A and {args.trials} A/B trials per model, "
         f"racing in {args.waves} waves; "

@@ -9,6 +9,10 @@ analyst proposes RULE_A to a skill without it, RULE_B to a skill with RULE_A onl
 first ties its parent on the mean: the greedy gate rejects it (and refuses it for the epoch, the
 candidate is identical the next epoch), while the pool keeps it for the items it wins, and a
 child of it reaches 1.0.
+
+Both run the paired gate with 3 repeats: the pool takes a trade-off only on a test of every item
+(issue 37), and RULE_A's two items swept for two lost is p = 0.014 there; the strict gate has no
+level to spend on one (with it a child must raise the mean, as in the greedy search).
 """
 
 from __future__ import annotations
@@ -169,7 +173,8 @@ def data(tmp_path: Path) -> Path:
     return capitals_data(tmp_path, COUNTRIES)
 
 
-FRONTIER = ["  search: frontier", "  parent: lexicase"]
+PAIRED = ["  gate: paired", "  val_repeats: 3"]
+FRONTIER = [*PAIRED, "  search: frontier", "  parent: lexicase"]
 SEARCH_STAGES = ("baseline", "rollout", "validate")
 
 
@@ -177,7 +182,7 @@ def test_greedy_stalls_where_the_frontier_reaches_the_best_skill(tmp_path: Path,
     world = World(groups(data))
     runs = {}
     with ScriptedOpenAI(world) as server:
-        for name, extra in (("greedy", []), ("frontier", FRONTIER)):
+        for name, extra in (("greedy", PAIRED), ("frontier", FRONTIER)):
             folder = tmp_path / name
             folder.mkdir()
             assert train(write_config(folder, server, data, *extra), folder / "run", world) == 0
@@ -252,7 +257,8 @@ def test_sigkill_then_resume_gives_the_same_pool_and_result(tmp_path: Path, data
         if code == -signal.SIGKILL:
             code = train(cfg, out, world, "--resume")
         assert code == 0
-    assert len(world.answered) == len(set(world.answered)) == total, "a paid call was repeated"
+    # the repeats of a val item are the same request: the resumed run asked what the clean one did
+    assert sorted(world.answered) == sorted(clean_world.answered), "a paid call was repeated"
     clean = tmp_path / "clean" / "run"
     assert read(out / "state.json")["pool"] == read(clean / "state.json")["pool"]
     assert artifacts(out) == artifacts(clean)

@@ -49,9 +49,11 @@ def brute_force_p(candidate: dict[str, list[float]], incumbent: dict[str, list[f
     docstring defines it: the sum over items of log((1 - SHARE) + SHARE * LR), each rounded to 1/GRID."""
     per_item, observed = [], 0
     for item, theirs in incumbent.items():
+        if not theirs or not candidate.get(item):
+            continue  # a side without outcomes: the item is not compared
         pool = candidate[item] + theirs
-        k = len(theirs)
-        totals = [sum(pool[i] for i in g) for g in itertools.combinations(range(2 * k), k)]
+        k = len(candidate[item])  # the candidate's m of the m + n pooled outcomes
+        totals = [sum(pool[i] for i in g) for g in itertools.combinations(range(len(pool)), k)]
         odds = math.exp(SWEEP_LOG_ODDS / k)  # psi, per repeat
         mean = sum(odds**t for t in totals) / len(totals)
         scores = [
@@ -74,6 +76,25 @@ def test_paired_test_matches_brute_force_and_partial_credit() -> None:
         assert paired_permutation_test(cand, inc).p_value == pytest.approx(brute_force_p(cand, inc))
 
 
+def test_missing_outcomes_are_left_out_of_the_pairing() -> None:
+    rng = random.Random(17)
+    for _ in range(30):
+        n = rng.randint(1, 4)
+        cand = {f"t{i}": [rng.choice([0.0, 0.25, 1.0]) for _ in range(rng.randint(0, 3))] for i in range(n)}
+        inc = {f"t{i}": [rng.choice([0.0, 0.5, 1.0]) for _ in range(rng.randint(0, 3))] for i in range(n)}
+        test = paired_permutation_test(cand, inc)
+        assert test.p_value == pytest.approx(brute_force_p(cand, inc))
+        assert test.items == sum(1 for i in inc if inc[i] and cand[i])
+    # errors in the incumbent's runs hand the candidate nothing: were they zeros, this would pass
+    incumbent = results([1.0, 1.0, 1.0], [1.0], [1.0, 1.0, 1.0], [])
+    candidate = results([1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    for gate in (StrictGate(repeats=3), PairedGate(0.05, repeats=3)):
+        decision = gate.decide(candidate, incumbent)
+        assert not decision.accepted and decision.effect == 0
+        zeros = results([1.0] * 3, [1.0, 0.0, 0.0], [1.0] * 3, [0.0] * 3)
+        assert isinstance(gate, PairedGate) or gate.decide(candidate, zeros).accepted
+
+
 def test_the_statistic_is_not_monotone_so_racing_uses_a_floor() -> None:
     # A tie on an item the candidate lost adds null spread: raising an outcome can raise p.
     incumbent = {"t0": [1.0, 0.0], "t1": [0.0, 0.0]}
@@ -82,8 +103,10 @@ def test_the_statistic_is_not_monotone_so_racing_uses_a_floor() -> None:
     assert p_higher > paired_permutation_test(lower, incumbent).p_value
 
 
-def completions(partial: dict[str, list[float]], incumbent: dict[str, list[float]], values: list[float]):
-    free = [(i, r) for i, scores in incumbent.items() for r in range(len(partial.get(i, [])), len(scores))]
+def completions(
+    partial: dict[str, list[float]], incumbent: dict[str, list[float]], values: list[float], k: int
+):
+    free = [(i, r) for i in incumbent for r in range(len(partial.get(i, [])), k)]
     for fill in itertools.product(values, repeat=len(free)):
         done = {item: list(partial.get(item, [])) for item in incumbent}
         for (item, _), value in zip(free, fill, strict=True):
@@ -96,13 +119,15 @@ def test_the_p_value_floor_holds_for_every_outcome_of_the_rest(values: list[floa
     rng = random.Random(13)
     for _ in range(40):
         k, n = rng.choice([(1, 4), (2, 3), (3, 2)])
-        inc = {f"t{i}": [rng.choice(values) for _ in range(k)] for i in range(n)}
+        # the incumbent misses a run now and then (its agent failed): fewer outcomes than k
+        inc = {f"t{i}": [rng.choice(values) for _ in range(k - (rng.random() < 0.3))] for i in range(n)}
         cand = {f"t{i}": [rng.choice(values) for _ in range(k)] for i in range(n)}
         partial = {item: scores[: rng.randint(0, k)] for item, scores in cand.items()}
-        floor = p_value_floor(partial, inc)
-        lowest = min(paired_permutation_test(full, inc).p_value for full in completions(partial, inc, values))
+        floor = p_value_floor(partial, inc, k)
+        fulls = completions(partial, inc, values, k)
+        lowest = min(paired_permutation_test(full, inc).p_value for full in fulls)
         assert floor <= lowest + 1e-12
-        assert p_value_floor(cand, inc) == pytest.approx(paired_permutation_test(cand, inc).p_value)
+        assert p_value_floor(cand, inc, k) == pytest.approx(paired_permutation_test(cand, inc).p_value)
 
 
 def test_paired_gate_needs_significance_and_records_it() -> None:
@@ -113,7 +138,8 @@ def test_paired_gate_needs_significance_and_records_it() -> None:
     noisy = gate.decide(results([1.0, 0.0, 0.0], *[[0.0] * 3] * 3), incumbent)  # p = 1/2
     assert not noisy.accepted and noisy.effect > 0 and "p = 0.5000" in noisy.reason
     assert noisy.to_json()["test"].startswith("paired permutation")
-    assert StrictGate().decide(results([1.0, 0.0, 0.0], *[[0.0] * 3] * 3), incumbent).accepted
+    # the strict gate keeps what it is told to: a third of an item here
+    assert StrictGate(min_gain=1 / 3).decide(results([1.0, 0.0, 0.0], *[[0.0] * 3] * 3), incumbent).accepted
 
 
 def test_paired_gate_false_accepts_at_most_alpha_under_noise() -> None:
@@ -131,8 +157,15 @@ def test_optimistic_completion_and_headroom() -> None:
     incumbent = results([1.0, 1.0], [0.0, 1.0])
     assert optimistic({"t0": [0.0, 1.0]}, incumbent) == {"t0": [0.0, 1.0], "t1": [1.0, 1.0]}
     strict = StrictGate()
-    assert strict.can_pass({}, incumbent)
+    assert not strict.can_pass({}, incumbent)  # half an item to gain: less than one item's worth
+    assert StrictGate(min_gain=0.5).can_pass({}, incumbent)
+    assert strict.can_pass({}, results([1.0, 1.0], [0.0, 0.0]))
     assert not strict.can_pass({}, results([1.0], [1.0]))  # at the maximum: nothing can pass
+    # the repeats a validation runs, not the incumbent's (it may miss some): 1/3 of an item to
+    # fill on t1, a whole one from 0/1 known with 2 runs to go on t0
+    short = results([0.0], [1.0, 1.0, 0.0])
+    assert optimistic({}, short, 3) == results([1.0] * 3, [1.0] * 3)
+    assert StrictGate(repeats=3).can_pass({"t0": [0.0]}, short)
     assert not PairedGate(0.05).can_pass({}, results([0.0], [1.0]))  # 1 item: p >= 1/2
     # The incumbent fails one item of 16: fixing it 3/3 from 0/3 can pass (p = 1/20); from 1/3,
     # 3/3 is p = 4/20 at best, so the run has no headroom left (full marks on 16 items notwithstanding).

@@ -1,4 +1,5 @@
-"""The strict gate's minimum gain: one outcome's worth, so an F1 wiggle is no gain (issue 26)."""
+"""The strict gate's minimum gain: one val item's worth (its mean 0 -> 1), so an F1 wiggle is no
+gain (issue 26), whatever `optimizer.val_repeats` is (issue 37)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from skillgrad.backends.base import AgentResult
 from skillgrad.benchmarks.base import Score, Task
 from skillgrad.config import OptimizerConfig
-from skillgrad.loop.gate import StrictGate, make_gate, outcome_worth
+from skillgrad.loop.gate import StrictGate, make_gate
 from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.validate import Race, ValUnit, validate
@@ -26,28 +27,45 @@ def test_the_issues_one_item_wiggle_is_rejected_and_a_whole_item_is_kept() -> No
     wiggle[0], wiggle[1] = 1.0, 0.2  # one item +1.00, another -0.80, out of 12
     decision = StrictGate().decide(items(*wiggle), incumbent)
     assert not decision.accepted and decision.effect == pytest.approx(0.2 / 12)
-    assert "less than 1 outcome(s)' worth (0.0833" in decision.reason
+    assert "less than 1 val item(s) fixed outright (0.0833 of 12 items)" in decision.reason
     fixed = list(incumbent_scores)
     fixed[0] = 1.0  # one item fixed outright, nothing lost
     assert StrictGate().decide(items(*fixed), incumbent).accepted
     assert StrictGate(min_gain=0).decide(items(*wiggle), incumbent).accepted  # the old strict gate
 
 
-def test_zero_one_scores_decide_as_before_with_and_without_repeats() -> None:
+def test_zero_one_scores_at_one_repeat_decide_as_before() -> None:
     rng = random.Random(3)
     for _ in range(300):
-        k, n = rng.choice([1, 2, 3]), rng.randint(1, 6)
-        inc = {f"t{i}": [float(rng.random() < 0.5) for _ in range(k)] for i in range(n)}
-        cand = {f"t{i}": [float(rng.random() < 0.5) for _ in range(k)] for i in range(n)}
-        before = StrictGate(min_gain=0).decide(cand, inc).accepted
-        assert StrictGate().decide(cand, inc).accepted == before
-    assert outcome_worth({"a": [1.0, 0.0, 1.0], "b": [0.0, 0.0, 0.0]}) == pytest.approx(1 / 6)
+        n = rng.randint(1, 6)
+        inc = {f"t{i}": [float(rng.random() < 0.5)] for i in range(n)}
+        cand = {f"t{i}": [float(rng.random() < 0.5)] for i in range(n)}
+        assert StrictGate().decide(cand, inc).accepted == StrictGate(min_gain=0).decide(cand, inc).accepted
 
 
-def test_headroom_needs_one_outcomes_worth() -> None:
+@pytest.mark.parametrize("k", [1, 2, 3, 8])
+def test_the_gain_needed_is_one_items_mean_whatever_the_repeats(k: int) -> None:
+    # the issue's case: one item of 12 gains +0.35 F1 on every repeat; accepted at 3 repeats before
+    incumbent = {f"t{i}": [0.5] * k for i in range(12)}
+    wiggle = {**incumbent, "t0": [0.85] * k}
+    decision = StrictGate().decide(wiggle, incumbent)
+    assert not decision.accepted and decision.effect == pytest.approx(0.35 / 12)
+    assert "less than 1 val item(s) fixed outright (0.0833 of 12 items)" in decision.reason
+    fixed = {**incumbent, "t0": [1.0] * k, "t1": [1.0] * k}  # +0.5 twice: one item's worth
+    assert StrictGate().decide(fixed, incumbent).accepted
+    # 0/1 scores: one more right run of k is 1/k of an item; a whole item is needed
+    zeros = {f"t{i}": [0.0] * k for i in range(4)}
+    one_run = {**zeros, "t0": [1.0] + [0.0] * (k - 1)}
+    assert StrictGate().decide(one_run, zeros).accepted == (k == 1)
+    assert StrictGate(min_gain=1 / k).decide(one_run, zeros).accepted
+
+
+def test_headroom_needs_one_items_worth() -> None:
     assert not StrictGate().can_pass({}, items(1.0, 0.95, 0.97, 1.0))  # 0.08 / 4 < 1/4 to gain
     assert StrictGate().can_pass({}, items(1.0, 0.0, 1.0, 1.0))
     assert StrictGate(min_gain=0).can_pass({}, items(1.0, 0.95, 0.97, 1.0))
+    three = {item: scores * 3 for item, scores in items(1.0, 0.5, 0.9, 1.0).items()}
+    assert not StrictGate(repeats=3).can_pass({}, three)  # 0.6 / 4 < 1/4, at 3 repeats as at 1
 
 
 def fake_runner(scores: dict[tuple[str, int], float]):
@@ -79,3 +97,4 @@ def test_the_config_key_reaches_the_gate() -> None:
     assert isinstance(gate, StrictGate) and gate.min_gain == 2.0
     assert not gate.decide(items(1.0, 1.0, 0.0, 0.0), items(1.0, 0.0, 0.0, 0.0)).accepted  # 1 of 2 needed
     assert gate.decide(items(1.0, 1.0, 1.0, 0.0), items(1.0, 0.0, 0.0, 0.0)).accepted
+    assert Strategies.from_config(OptimizerConfig(val_repeats=3)).gate.repeats == 3  # racing's bound

@@ -100,29 +100,42 @@ POOL = [scored(0, chars=0, a=0, b=1, c=1, d=0)]  # the parent (version 0) is the
 def test_entry_needs_a_won_item_and_no_dominating_member() -> None:
     gate = EntryGate(make_gate("strict", 0.05), POOL, chars=20)
     parent = {"a": [0.0], "b": [1.0], "c": [1.0], "d": [0.0]}
-    # wins a and d, loses b and c: the mean ties, the greedy gate rejects it, the pool takes it
-    child = {"a": [1.0], "b": [0.0], "c": [0.0], "d": [1.0]}
-    assert not make_gate("strict", 0.05).decide(child, parent).accepted
+    # wins a and d, loses b: the mean rises by one item's worth, as the strict gate asks
+    child = {"a": [1.0], "b": [0.0], "c": [1.0], "d": [1.0]}
     decision = gate.decide(child, parent)
-    assert decision.accepted and decision.effect == 0.0 and "wins 2 item(s)" in decision.reason
+    assert decision.accepted and decision.effect == 0.25 and "wins 2 item(s)" in decision.reason
+    assert decision.test == "pool entry: strict mean on every item"
+    # the strict gate has no level to spend on a trade-off: wins a and d, loses b and c, is out
+    trade = gate.decide({"a": [1.0], "b": [0.0], "c": [0.0], "d": [1.0]}, parent)
+    assert not trade.accepted and "does not pass the gate on every item" in trade.reason
     # no item won: out, whatever it ties
     assert not gate.decide(parent, parent).accepted
     assert "wins no val item" in gate.decide({**parent, "b": [0.0]}, parent).reason
     # dominated by another member (a sibling that wins the same items and more)
-    rich = EntryGate(make_gate("strict", 0.05), [*POOL, scored(3, a=1, b=1, c=0, d=1)], chars=20)
+    rich = EntryGate(make_gate("strict", 0.05), [*POOL, scored(3, a=1, b=1, c=1, d=1)], chars=20)
     refused = rich.decide(child, parent)
     assert not refused.accepted and "v0003 dominates it" in refused.reason
 
 
-def test_entry_with_the_paired_gate_tests_the_gain_on_the_items_won() -> None:
+def test_entry_with_the_paired_gate_tests_every_item() -> None:
+    zero, one = [0.0] * 3, [1.0] * 3
     gate = EntryGate(make_gate("paired", 0.05), [scored(0, chars=0, a=0, b=1, c=1)], chars=20)
-    parent = {"a": [0.0, 0.0, 0.0], "b": [1.0, 1.0, 1.0], "c": [1.0, 1.0, 1.0]}
-    clean = {"a": [1.0, 1.0, 1.0], "b": [0.0, 0.0, 0.0], "c": [1.0, 1.0, 1.0]}
-    decision = gate.decide(clean, parent)
-    assert decision.accepted and decision.p_value == pytest.approx(0.05)
-    noisy = {"a": [1.0, 0.0, 0.0], "b": [1.0, 1.0, 1.0], "c": [1.0, 1.0, 1.0]}
-    refused = gate.decide(noisy, parent)
-    assert not refused.accepted and "does not pass the gate" in refused.reason
+    parent = {"a": zero, "b": one, "c": one}
+    # no net effect: wins a 3/3 and loses b 3/3. On a alone p would be 1/20; on every item one of
+    # the two items swept either way is what noise gives 9.75 % of the time: not a test passed
+    swap = gate.decide({"a": one, "b": zero, "c": one}, parent)
+    assert not swap.accepted and swap.p_value == pytest.approx(0.0975)
+    assert "does not pass the gate on every item" in swap.reason
+    noisy = gate.decide({"a": [1.0, 0.0, 0.0], "b": one, "c": one}, parent)
+    assert not noisy.accepted and "wins 1 item(s)" in noisy.reason
+    # a trade-off with real wins: two items swept for two lost keeps the mean, and the greedy
+    # paired gate (the mean must rise) rejects it, but p = 0.014 on every item: it enters the pool
+    pool = [scored(0, chars=0, a=0, b=0, c=1, d=1)]
+    before = {"a": zero, "b": zero, "c": one, "d": one}
+    after = {"a": one, "b": one, "c": zero, "d": zero}
+    assert not make_gate("paired", 0.05).decide(after, before).accepted
+    kept = EntryGate(make_gate("paired", 0.05), pool, chars=20).decide(after, before)
+    assert kept.accepted and kept.effect == 0 and kept.p_value == pytest.approx(0.014, abs=1e-3)
 
 
 def test_racing_against_the_parent_stops_a_child_that_can_no_longer_enter() -> None:

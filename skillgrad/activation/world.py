@@ -97,7 +97,9 @@ def trigger_world(cfg: Config, plan: ActivationPlan, roles: Roles, skill: str) -
     base = Strategies.from_config(view.optimizer)
     strategies = replace(
         base,
-        gate=TriggerGate(make_gate("paired", cfg.optimizer.gate_alpha), f1),
+        gate=TriggerGate(
+            make_gate("paired", cfg.optimizer.gate_alpha, repeats=view.optimizer.val_repeats), f1
+        ),
         analyst=DescriptionAnalyst(cfg.skill.name, plan.distractors, description_limit(cfg)),
         metric=f1,
         test_repeats=cfg.benchmark.trigger_repeats,

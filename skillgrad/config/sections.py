@@ -173,7 +173,8 @@ class ModelConfig(_Section):
     claude_code_max_turns: int = Field(20, ge=1, le=MAX_TURNS)
     """Max Claude Code turns per task."""
     claude_code_timeout_s: float = Field(600.0, gt=0, le=DAY_S)
-    """Wall-time limit of a Claude Code task (a timeout scores 0, the run goes on)."""
+    """Wall-time limit of a Claude Code task (a timeout fails the task: it runs again per
+    `train.rollout_retries`, then is missing on val and test; the run goes on)."""
     codex_cli_path: str | None = None
     """Use this `codex` binary instead of the one on PATH."""
     codex_sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
@@ -265,6 +266,11 @@ class TrainConfig(_Section):
     executor: Literal["threads", "ray"] = "threads"
     """Where the target's rollouts run: `threads` or `ray` (`--executor ray`; the guide "Run on a
     cluster")."""
+    rollout_retries: int = Field(1, ge=0, le=10)
+    """Runs again of a task whose agent failed (a crash, a timeout, an outage: the answer is never
+    cached), after the others; still failed, a val or test run is missing (left out of the
+    comparison and the score, counted in `summary.json`), a train run is shown to the analyst as a
+    failure."""
 
 
 class RayConfig(_Section):
@@ -380,9 +386,10 @@ class OptimizerConfig(_Section):
     that expects the same shape of answer (number, option letter, yes/no, short phrase, longer
     text); 0: none."""
     gate_min_gain: float = Field(1.0, ge=0.0)
-    """`strict` gate: the smallest gain it keeps, in outcomes' worth (one val item run going
-    0 -> 1, i.e. 1 / (items x repeats)); it changes nothing for 0/1 scores, and with continuous
-    scores (F1) rejects a gain smaller than fixing one item outright; 0: any gain."""
+    """`strict` gate: the smallest gain it keeps, in val items' worth (one item's mean going
+    0 -> 1, i.e. 1 / items of the score, whatever `val_repeats` is); with 0/1 scores and one repeat
+    any gain, with more repeats a whole item (`1 / val_repeats` keeps one more right run), and with
+    continuous scores (F1) it rejects a gain smaller than fixing one item outright; 0: any gain."""
     target: Literal["body", "description", "both"] = "body"
     """What the run trains: `body` (on tasks), `description` (when the skill is loaded, on
     triggers) or `both` in alternating steps; needs `optimizer.search: greedy`."""

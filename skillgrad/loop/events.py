@@ -7,9 +7,10 @@ Vocabulary (every event also carries `time` = seconds since the run started):
               "rollout" stage may run beside the previous step's "validate")
 - task_done:  stage, step, done, total, task_id, score
 - stage_end:  stage, step, mean_score (None for reflect)
-- step_end:   step, epoch, action ("accepted" | "rejected" | "skipped"), val_score, best_score,
-              current_score, edits_applied, usage (the run's total so far, by role: {role:
-              Usage.to_json()}), step_usage (this step alone, same shape)
+- step_end:   step, epoch, action ("accepted" | "rejected" | "skipped"), val_score (None when
+              raced out), best_score, current_score, edits_applied, usage (the run's total so
+              far, by role: {role: Usage.to_json()}), step_usage (this step alone, same shape),
+              raced_out ({items, of, score, bound} or None), missing (val runs whose agent failed)
 - run_end:    best_score, baseline_score, stopped, usage
 - message:    text (a one-off human note, e.g. "candidate identical to v0001: reusing its score")
 

@@ -14,12 +14,17 @@ from typing import Any
 from skillgrad.config import OptimizerConfig
 from skillgrad.loop.gate import GateDecision, mean_of
 from skillgrad.loop.validate import Validation
+from skillgrad.loop.verdict import RacedOut
 
 ACTIONS = ("accepted", "rejected", "skipped")
 
 
 def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 @dataclass(frozen=True)
@@ -44,17 +49,28 @@ class GateRecord:
     waves: int
     calls: int
     skip_reason: str | None = None  # why a candidate with edits was not validated (a failed check)
+    missing: int = 0  # the candidate's runs whose agent failed: no outcome, left out of the test
+    held: bool = False  # not kept only because of those (loop/verdict.py): its edits stay allowed
+    # raced out: the mean over the items it ran on, and the most its full validation could score
+    partial_score: float | None = None
+    candidate_bound: float | None = None
 
     @classmethod
     def of(
-        cls, decision: GateDecision | None, val: Validation | None, current: float, opt: OptimizerConfig
+        cls,
+        decision: GateDecision | None,
+        val: Validation | None,
+        current: float,
+        opt: OptimizerConfig,
+        raced: RacedOut | None = None,
     ) -> GateRecord:
+        """The record of `decision` on `val`; a raced-out one (`raced`) has no candidate_score."""
         judged = decision.to_json() if decision is not None else {}
         return cls(
             accepted=bool(decision and decision.accepted),
             reason=decision.reason if decision else "no edit applied",
             gate=opt.gate,
-            candidate_score=mean_of(val.results) if val else None,
+            candidate_score=mean_of(val.results) if val and raced is None else None,
             current_score=current,
             cached=bool(val and val.calls == 0),
             test=judged.get("test"),
@@ -67,6 +83,10 @@ class GateRecord:
             raced_out=bool(val and val.raced_out),
             waves=val.waves if val else 0,
             calls=val.calls if val else 0,
+            missing=val.missing_count if val else 0,
+            held=bool(decision and decision.held),
+            partial_score=round(raced.score, 6) if raced else None,
+            candidate_bound=round(raced.bound, 6) if raced else None,
         )
 
     @classmethod
@@ -100,11 +120,16 @@ class StepRecord:
     best_score: float | None
     skip_reason: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    # a raced-out candidate (val_score None): the items it ran on, its score there and its bound
+    raced_out: RacedOut | None = None
+    missing: int = 0  # the candidate's val runs whose agent failed (left out of the test)
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
-        if self.skip_reason is None:
-            del data["skip_reason"]
+        data["raced_out"] = self.raced_out.to_json() if self.raced_out else None
+        for key, default in (("skip_reason", None), ("raced_out", None), ("missing", 0)):
+            if data[key] == default:
+                del data[key]
         return data
 
     @classmethod
@@ -128,6 +153,8 @@ class StepRecord:
             best_score=_num(row.get("best_score")),
             skip_reason=reason if isinstance(reason, str) else None,
             usage=usage if isinstance(usage, dict) else {},
+            raced_out=RacedOut.from_json(row.get("raced_out")),
+            missing=_count(row.get("missing")),
         )
 
 
@@ -145,9 +172,13 @@ class StepEnd:
     edits_applied: int
     usage: dict[str, Any]
     step_usage: dict[str, Any] = field(default_factory=dict)
+    raced_out: RacedOut | None = None  # as StepRecord's
+    missing: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["raced_out"] = self.raced_out.to_json() if self.raced_out else None
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> StepEnd:
@@ -163,4 +194,6 @@ class StepEnd:
             edits_applied=applied if isinstance(applied, int) else 0,
             usage=usage if isinstance(usage, dict) else {},
             step_usage=step_usage if isinstance(step_usage, dict) else {},
+            raced_out=RacedOut.from_json(data.get("raced_out")),
+            missing=_count(data.get("missing")),
         )

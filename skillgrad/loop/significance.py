@@ -24,6 +24,12 @@ Scores are quantised to hundredths and each item's statistic to 1/GRID, so the t
 any score in [0, 1] (for the quantised statistic). Unlike a sum of differences, this statistic is
 not monotone in the candidate's outcomes (a tie on an item the candidate lost adds null spread),
 so racing asks `p_value_floor` for a bound that holds whatever the items not run yet give.
+
+Missing outcomes (a run whose agent failed, `loop/validate.py`) are left out of the pairing: an
+item is compared on the outcomes each side has (m for the candidate, n for the incumbent; the
+relabellings give m of the m + n pooled outcomes to the candidate, still exact under the null),
+and an item one side has no outcome for is not compared at all. psi's unit is set by m, so a
+clean sweep weighs the same whatever the counts.
 """
 
 from __future__ import annotations
@@ -68,12 +74,12 @@ def _quantise(score: float) -> int:
 
 
 def _relabelled_totals(mine: Sequence[int], theirs: Sequence[int]) -> Counter[int]:
-    """The candidate's total under every way to give it k of the item's 2k pooled outcomes."""
-    return Counter(sum(group) for group in itertools.combinations([*mine, *theirs], len(theirs)))
+    """The candidate's total under every way to give it m of the item's m + n pooled outcomes."""
+    return Counter(sum(group) for group in itertools.combinations([*mine, *theirs], len(mine)))
 
 
 def _item(mine: Sequence[int], theirs: Sequence[int]) -> _Item:
-    k = len(theirs)
+    k = len(mine)
     totals = _relabelled_totals(mine, theirs)
     count = sum(totals.values())
     # psi^a is at most 30^3 (a clean sweep), so nothing here can overflow
@@ -90,26 +96,25 @@ def _item(mine: Sequence[int], theirs: Sequence[int]) -> _Item:
 
 
 def _pairs(candidate: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]) -> _Pairs:
-    """Each item's quantised (candidate, incumbent) outcomes. Every item needs the same number of
-    outcomes on both sides (ValueError otherwise: an unpaired comparison is a caller bug)."""
+    """Each compared item's quantised (candidate, incumbent) outcomes: the incumbent's items both
+    sides have outcomes for (an item without any, on either side, is left out)."""
     pairs = []
     for item, theirs in incumbent.items():
-        ours = candidate.get(item)
-        if ours is None or len(ours) != len(theirs) or not theirs:
-            raise ValueError(f"item {item!r}: candidate and incumbent need the same number of outcomes")
-        pairs.append(([_quantise(s) for s in ours], [_quantise(s) for s in theirs]))
+        ours = candidate.get(item) or []
+        if ours and theirs:
+            pairs.append(([_quantise(s) for s in ours], [_quantise(s) for s in theirs]))
     return pairs
 
 
 def paired_effect(
     candidate: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]
 ) -> float:
-    """Mean over the incumbent's items of (candidate mean - incumbent mean), on quantised scores."""
+    """Mean over the compared items of (candidate mean - incumbent mean), on quantised scores."""
     return _effect(_pairs(candidate, incumbent))
 
 
 def _effect(pairs: _Pairs) -> float:
-    total = sum((sum(mine) - sum(theirs)) / (len(theirs) * LEVELS) for mine, theirs in pairs)
+    total = sum(sum(mine) / len(mine) - sum(theirs) / len(theirs) for mine, theirs in pairs) / LEVELS
     return total / len(pairs) if pairs else 0.0
 
 
@@ -146,41 +151,47 @@ def paired_permutation_test(
     pairs = _pairs(candidate, incumbent)
     items = _items(pairs)
     p_value = _tail(items, sum(i.observed for i in items))
-    return PairedTest(_effect(pairs), p_value, len(incumbent), len(items))
+    return PairedTest(_effect(pairs), p_value, len(pairs), len(items))
 
 
-def _full_marks_tail(known: Sequence[float], theirs: Sequence[float]) -> float:
-    """P(A >= a) on one item whose candidate has `known` outcomes and full marks on the rest:
-    the item's own one-sided p-value, which no other outcome of the rest makes smaller (for one
-    item every increasing statistic of a gives this p-value, and a sum of differences is monotone)."""
-    mine = [_quantise(s) for s in known] + [LEVELS] * (len(theirs) - len(known))
+def _full_marks_tail(known: Sequence[float], theirs: Sequence[float], repeats: int) -> float:
+    """P(A >= a) on one item whose candidate has `known` outcomes and full marks on the rest of
+    its `repeats`: the item's own one-sided p-value, which no other outcome of the rest makes
+    smaller (for one item every increasing statistic of a gives this p-value, and a sum of
+    differences is monotone)."""
+    mine = [_quantise(s) for s in known] + [LEVELS] * (repeats - len(known))
     totals = _relabelled_totals(mine, [_quantise(s) for s in theirs])
     return sum(n for total, n in totals.items() if total >= sum(mine)) / sum(totals.values())
 
 
-def p_value_floor(partial: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]]) -> float:
-    """A lower bound on the p-value over every outcome of the items `partial` has not finished;
-    the larger of two. A finished item counts as in the test, its p-value over those items p_R.
+def p_value_floor(
+    partial: Mapping[str, Sequence[float]], incumbent: Mapping[str, Sequence[float]], repeats: int
+) -> float:
+    """A lower bound on the p-value over every outcome of what `partial` has not run yet (each
+    item ends with `repeats` outcomes); the larger of two. A finished item counts as in the test,
+    its p-value over those items p_R.
 
     - Product: the p-value is at least P(every item's statistic reaches its observed value), that
       is p_R times each unfinished item's own one-sided p-value, and that is least with full marks
       on the item's outcomes still to run (`_full_marks_tail`).
     - Gap: an unfinished item's observed statistic is at most log((1 - SHARE) + SHARE x
-      psi^((k - b) / 2)) for the incumbent's total b (E0[psi^A] >= psi^E0[A], and E0[A] is half the
-      pooled total), and its null statistic at least log(1 - SHARE): the p-value is at least the
+      psi^(m h / (m + n))) for the incumbent's n outcomes, h short of full marks in total, and the
+      candidate's m (E0[psi^A] >= psi^E0[A], and E0[A] is m / (m + n) of the pooled total; m = n:
+      psi^(h / 2)), and its null statistic at least log(1 - SHARE): the p-value is at least the
       finished items' with every such gap added to the observed sum.
 
-    An item the incumbent has full marks on cannot help (the candidate ties it, or its total is
-    the least its relabellings give), so it adds to neither."""
-    done = {item: partial[item] for item in incumbent if len(partial.get(item, ())) == len(incumbent[item])}
-    items = _items(_pairs(done, {item: incumbent[item] for item in done}))
+    An item the incumbent has full marks (or no outcome) on cannot help (the candidate ties it, or
+    its total is the least its relabellings give; or it is not compared), so it adds to neither."""
+    done = {item: partial[item] for item in incumbent if len(partial.get(item, ())) >= repeats}
+    items = _items(_pairs(done, incumbent))
     observed = sum(i.observed for i in items)
     gap, product = 0, 1.0
     for item, theirs in incumbent.items():
         headroom = len(theirs) * LEVELS - sum(_quantise(s) for s in theirs)
         if item in done or headroom <= 0:
             continue
-        product *= _full_marks_tail(partial.get(item, []), theirs)
-        best = math.log1p(SHARE / (1 - SHARE) * math.exp(headroom / 2 * _log_odds(len(theirs))))
+        product *= _full_marks_tail(partial.get(item, []), theirs, repeats)
+        exponent = repeats * headroom / (repeats + len(theirs)) * _log_odds(repeats)
+        best = math.log1p(SHARE / (1 - SHARE) * math.exp(exponent))
         gap += math.ceil(GRID * best) + 1  # +1: each side of the gap is rounded to the grid
     return max(_tail(items, observed + gap), _tail(items, observed) * product)

@@ -89,44 +89,75 @@ class RolloutRunner:
         fresh: bool = False,
     ) -> list[Rollout]:
         """Run `tasks` with `skill`; the i-th writes under `prefix` (or `prefix(i)`) and is the
-        `repeats[i]`-th run of its task. `fresh` clears a folder a discarded run wrote first."""
+        `repeats[i]`-th run of its task. `fresh` clears a folder a discarded run wrote first.
+
+        A task whose agent failed (crash, timeout, outage: `is_error`) runs again, as the same call
+        (a failure is never cached), up to `train.rollout_retries` more times, after the others:
+        an outage has time to pass. Each attempt is reserved and paid like any call; only the last
+        is written and reported. Still failed, it is returned as it is (validation counts it as
+        missing, loop/validate.py)."""
         folder_of = prefix if callable(prefix) else (lambda _index, p=prefix: p)
         if fresh and not callable(prefix):
             shutil.rmtree(self.run.path(str(prefix)), ignore_errors=True)
         self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks))
         for folder in dict.fromkeys(folder_of(i) for i in range(len(tasks))):
             self.run.write_task_index(folder, [t for i, t in enumerate(tasks) if folder_of(i) == folder])
-        done = [0]
+        batch = _Batch(tasks, skill, folder_of, stage, step, repeats or [0] * len(tasks))
+        retries = self.cfg.train.rollout_retries
+        results = self._attempt(batch, list(range(len(tasks))), last=retries == 0)
+        for retry in range(1, retries + 1):
+            failed = [i for i, r in enumerate(results) if r.result.is_error]
+            if not failed:
+                break
+            first = (results[failed[0]].result.error or "unknown error")[:200]
+            self.events.emit(
+                "message",
+                text=f"step {step}: {stage}: {len(failed)} task(s) whose agent failed run again "
+                f"(retry {retry} of {retries}; first error: {first})",
+            )
+            for index, rollout in zip(failed, self._attempt(batch, failed, retry == retries), strict=True):
+                results[index] = rollout
+        scored = [r for r in results if not r.result.is_error]  # a failed run is no zero
+        self.events.emit(
+            "stage_end", stage=stage, step=step, mean_score=mean_score(scored) if scored else None
+        )
+        return results
 
-        def on_done(index: int, rollout: Rollout) -> None:
-            self.accounting.record("target", stage, rollout.result.usage, rollout.result.saved)
+    def _attempt(self, batch: _Batch, indices: list[int], last: bool) -> list[Rollout]:
+        """One attempt at the tasks of `batch` numbered `indices`; `last`: no retry follows."""
+
+        def on_done(j: int, rollout: Rollout) -> None:
+            index = indices[j]
+            self.accounting.record("target", batch.stage, rollout.result.usage, rollout.result.saved)
+            if rollout.result.is_error and not last:
+                return  # paid for; it runs again, and that run is the one kept
             self.run.write_rollout(
-                folder_of(index),
+                batch.folder_of(index),
                 rollout,
                 harness=self.roles.target_is_harness,
                 caps=self.caps,
                 trace_file=self.roles.trace_file,
             )
             with self._lock:
-                done[0] += 1
-                count = done[0]
+                batch.done += 1
+                count = batch.done
             self.events.emit(
                 "task_done",
-                stage=stage,
-                step=step,
+                stage=batch.stage,
+                step=batch.step,
                 done=count,
-                total=len(tasks),
+                total=len(batch.tasks),
                 task_id=rollout.task.id,
                 score=rollout.score.value,
             )
 
-        results = run_rollouts(
-            lambda index: resampled(self.roles.agent, repeats[index] if repeats else 0),
+        return run_rollouts(
+            lambda j: resampled(self.roles.agent, batch.repeats[indices[j]]),
             self.benchmark,
-            tasks,
-            skill,
-            workspace_for=lambda index, task: self.run.fresh_workspace(
-                folder_of(index), task, create=self.needs_workspace
+            [batch.tasks[i] for i in indices],
+            batch.skill,
+            workspace_for=lambda j, task: self.run.fresh_workspace(
+                batch.folder_of(indices[j]), task, create=self.needs_workspace
             ),
             on_done=on_done,
             before_call=self.accounting.reserve,
@@ -134,5 +165,16 @@ class RolloutRunner:
             slots=self.slots,
             refused=self.refused,
         )
-        self.events.emit("stage_end", stage=stage, step=step, mean_score=mean_score(results))
-        return results
+
+
+@dataclass
+class _Batch:
+    """The tasks of one `RolloutRunner.rollouts` call, across its attempts."""
+
+    tasks: list[Task]
+    skill: str
+    folder_of: Callable[[int], Path]
+    stage: str
+    step: int
+    repeats: list[int]  # which run of its task each is (0: the plain call)
+    done: int = 0  # tasks finished for good (written and reported)

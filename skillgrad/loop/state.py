@@ -43,8 +43,12 @@ class TrainState:
     rejected: NonNegativeInt = 0
     rejected_epoch: NonNegativeInt = 0  # epoch the rejected buffer belongs to
     rejected_edits: list[Edit] = field(default_factory=list)
-    # skill content hash -> its per-item val results (racing may leave a rejected one partial)
+    # skill content hash -> its per-item val results (racing may leave a rejected one partial);
+    # scores only: a run whose agent failed is in val_missing, never here
     val_results: dict[str, ValResults] = field(default_factory=dict)
+    # skill content hash -> item -> the repeats (0-based) of its last validation whose agent
+    # failed: no outcome, left out of its comparisons, run again when the skill is validated again
+    val_missing: dict[str, dict[str, list[NonNegativeInt]]] = field(default_factory=dict)
     # skill content hash -> train task ids that passed with it (for the `no_failures` stop)
     train_passed: dict[str, list[str]] = field(default_factory=dict)
     rounds: NonNegativeInt = 0  # sequential rounds of calls so far (observed), kept across a resume
@@ -80,6 +84,8 @@ class TrainState:
             # a step is accepted, rejected, or skipped (no edit applied: nothing to validate)
             "skipped": max(0, self.step - self.accepted - self.rejected),
             "task_text_copies": self.task_text_copies,
+            # val runs whose agent failed, left out (the last validation of each skill): not zeros
+            "val_missing": sum(len(r) for missing in self.val_missing.values() for r in missing.values()),
         }
 
     def to_json(self) -> dict[str, Any]:

@@ -44,7 +44,7 @@ class Strategies:
     @classmethod
     def from_config(cls, opt: OptimizerConfig) -> Strategies:
         return cls(
-            gate=make_gate(opt.gate, opt.gate_alpha, opt.gate_min_gain),
+            gate=make_gate(opt.gate, opt.gate_alpha, opt.gate_min_gain, opt.val_repeats),
             schedule=SCHEDULES[opt.lr_schedule],
             merger=MERGERS[opt.merge](),
             ranker=RANKERS[opt.rank](),

@@ -15,7 +15,6 @@ import functools
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from skillgrad.benchmarks.base import Benchmark
@@ -37,8 +36,9 @@ from skillgrad.loop.selection import Selection
 from skillgrad.loop.stages import Roles, RolloutRunner, TrainingFailed
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Strategies
-from skillgrad.loop.validate import Race, Validation, ValUnit, validate
-from skillgrad.loop.verdict import judge
+from skillgrad.loop.validate import Race, Validation, validate
+from skillgrad.loop.valruns import ValRuns
+from skillgrad.loop.verdict import judge, scored
 from skillgrad.package.doc import PackageDoc
 from skillgrad.run_folder import RunDir, version_name
 from skillgrad.skill import EditOutcome, SkillDoc
@@ -77,6 +77,8 @@ class Trainer:
         tools = (run, events, self.accounting, roles.optimizer, self.candidates.checks, strategies.metric)
         self.search = strategies.search(SearchContext(cfg, strategies.gate, *tools))  # each step's parent
         self.runner = RolloutRunner(cfg, benchmark, roles, run, events, self.accounting)
+        self.benchmark_split = Splits(benchmark)
+        self.valruns = ValRuns(cfg, self.runner, run, self.benchmark_split)
         self.reflection = Reflection(
             cfg,
             roles,
@@ -88,7 +90,6 @@ class Trainer:
             caps=self.runner.caps,
         )
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
-        self.benchmark_split = Splits(benchmark)
         self._rounds_before = 0  # observed rounds of earlier sessions of a resumed run
         # wall seconds and number of the earlier processes of a resumed run (resume.earlier_sessions)
         self.earlier_wall_s, self.earlier_sessions = 0.0, 0
@@ -158,6 +159,8 @@ class Trainer:
             edits_applied=sum(1 for o in outcomes if o.status == "applied"),
             usage=self.accounting.usage_so_far(),
             step_usage=self.accounting.step_usage(),
+            raced_out=record.raced_out,
+            missing=record.missing,
         )
         self.events.emit("step_end", **end.to_json())
 
@@ -181,16 +184,14 @@ class Trainer:
         gate = self.search.gate(state, candidate.text)
         val, incumbent = self._validate(state, step, candidate, nxt, gate)
         decision = judge(gate, val, incumbent)
-        score = self.metric(val.results)
-        record = replace(
-            GateRecord.of(decision, val, state.current_score, self.cfg.optimizer), candidate_score=score
-        )
-        self.run.write_gate(step, record.to_json())
+        score, raced = scored(self.metric, gate, val, incumbent)
+        record = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer, raced)
+        self.run.write_gate(step, replace(record, candidate_score=score).to_json())
         version = None
         if decision.accepted:
             version = self.search.accept(state, step, candidate.text, val.results, applied)
-        else:
-            self.search.reject(state, applied)
+        else:  # a held candidate was not judged on its merits: its edits stay allowed
+            self.search.reject(state, [] if decision.held else applied)
         return replace(
             started,
             action="accepted" if decision.accepted else "rejected",
@@ -198,6 +199,8 @@ class Trainer:
             best_score=state.best_score,
             version=version,
             cached=val.calls == 0,
+            raced_out=raced,
+            missing=val.missing_count,
         )
 
     def _validate(
@@ -210,10 +213,9 @@ class Trainer:
     ) -> tuple[Validation, dict[str, list[float]]]:
         """The candidate's validation (racing in waves when configured) and the incumbent's results."""
         incumbent = self.incumbent_results(state)
-        known = state.val_results.get(candidate.content_hash, {})
         racing = self.cfg.optimizer.validation == "racing"
         race = Race(gate, incumbent, self.cfg.optimizer.race_waves) if racing else None
-        if known:
+        if state.val_results.get(candidate.content_hash):
             self.events.emit("message", text=f"step {step}: candidate seen before, reusing its validation")
 
         def before_wave(results: dict[str, list[float]], last: bool) -> None:
@@ -225,57 +227,11 @@ class Trainer:
             if single or any(s < 1.0 for scores in results.values() for s in scores):
                 self._prefetch(nxt, candidate.text)
 
-        val = validate(
-            self.benchmark_split("val"),
-            self.cfg.optimizer.val_repeats,
-            known,
-            lambda units: self._val_units(step, candidate.text, "validate", units),
-            race,
-            before_wave=before_wave,
-        )
-        state.val_results[candidate.content_hash] = val.results
-        return val, incumbent
-
-    # -- validation -----------------------------------------------------------------------------
-    def _val_units(
-        self, step: int, skill: str, stage: str, units: list[ValUnit], split: str = "val"
-    ) -> list[Rollout]:
-        """Val rollouts under `rollouts/<split>`; repeat r > 0 of a task under `<split>-r{r+1}`."""
-        return self._units(self.run.rollouts_dir(step, split), skill, stage, step, units)
-
-    def _units(self, prefix: Path, skill: str, stage: str, step: int, units: list[ValUnit]) -> list[Rollout]:
-        """Rollouts of `units` under `prefix`; repeat r > 0 of a task under `<prefix>-r{r+1}`."""
-        folders = [
-            prefix if u.repeat == 0 else prefix.with_name(f"{prefix.name}-r{u.repeat + 1}") for u in units
-        ]
-        repeats = [u.repeat for u in units]
-        return self.runner.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
-
-    def full_validation(
-        self, step: int, skill: str, stage: str, known: dict[str, list[float]], split: str = "val"
-    ) -> Validation:
-        ran: list[Rollout] = []
-
-        def run_units(units: list[ValUnit]) -> list[Rollout]:
-            ran.extend(self._val_units(step, skill, stage, units, split))
-            return ran[-len(units) :]
-
-        val = validate(self.benchmark_split("val"), self.cfg.optimizer.val_repeats, known, run_units)
-        if ran and all(r.result.is_error for r in ran):
-            raise TrainingFailed(f"every {stage} task failed; first error: {ran[0].result.error}")
-        return val
+        return self.valruns.candidate(state, step, candidate.text, race, before_wave), incumbent
 
     def incumbent_results(self, state: TrainState) -> dict[str, list[float]]:
-        """The incumbent's per-item results (a run resumed from an older state validates anew)."""
-        key = SkillDoc(state.current_text).content_hash
-        results = state.val_results.get(key, {})
-        if len(results) < len(self.benchmark_split("val")) or any(
-            len(v) < self.cfg.optimizer.val_repeats for v in results.values()
-        ):
-            val = self.full_validation(state.step, state.current_text, "validate", results, "val-incumbent")
-            results = val.results
-            state.val_results[key] = results
-        return results
+        """The incumbent's per-item results (`ValRuns.incumbent`)."""
+        return self.valruns.incumbent(state)
 
     # -- the run --------------------------------------------------------------------------------
     def train(self, state: TrainState | None = None) -> dict[str, Any]:
@@ -351,10 +307,9 @@ class Trainer:
         text = self.initial_skill
         self.run.write_skill(0, text)
         self.run.write_best_skill(text)
-        val = self.full_validation(0, text, "baseline", {})
-        score = self.metric(val.results)
-        state = TrainState(current_text=text, current_score=score, baseline_score=score, best_score=score)
-        state.val_results[SkillDoc(text).content_hash] = val.results
+        state = TrainState(current_text=text)
+        score = self.metric(self.valruns.full(state, 0, text, "baseline").results)
+        state.current_score = state.baseline_score = state.best_score = score
         self.checkpoint(state)
         return state
 
@@ -370,16 +325,19 @@ class Trainer:
         """The initial and the best skill (and the versions the search reports) on the test split,
         each item `test_repeats` times."""
         results: dict[str, Any] = {}
+        missing: dict[str, int] = {}  # runs whose agent failed, left out of the version's score
         versions = sorted({0, state.best_version, *self.search.tested(state)})  # others: reported only
         for version in versions:
             text, prefix = self.run.read_skill(version), self.run.test_dir(version)
-            run_units = functools.partial(self._units, prefix, text, "test", state.step)
+            run_units = functools.partial(self.valruns.units, prefix, text, "test", state.step)
             val = validate(self.benchmark_split("test"), self.test_repeats, {}, run_units)
             results[version_name(version)] = self.metric(val.results)
+            missing[version_name(version)] = val.missing_count
         test = {
             "baseline": results["v0000"],
             "best": results[version_name(state.best_version)],
             "by_version": results,
+            "missing": missing,
         }
         return test if self.interleaved is None else {**test, **self.interleaved.final_test(state)}
 

@@ -14,12 +14,18 @@ is left (`next_wave`). A split costs every candidate that survives it one more r
 it has to be able to save at least twice the calls it runs; and the fewer items the incumbent
 fails, the likelier a candidate is to fix none of them. Such a candidate is then out after those
 items.
+
+An errored run (the agent crashed, timed out or could not reach its model, after the runner's
+`train.rollout_retries`) is no outcome: it is counted in `missing`, never added to the results,
+so a memo of the results never holds it as a score and the next validation of the skill runs it
+again. The gates compare what each side has. Racing bounds assume every run still to make
+returns an outcome, so once a run is missing the validation goes on without racing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from skillgrad.loop.gate import Gate, ValResults
 from skillgrad.values import Rollout, Task
@@ -39,6 +45,12 @@ class Validation:
     calls: int  # rollouts this validation ran (0: everything was known)
     waves: int  # waves that ran at least one rollout
     raced_out: bool  # stopped early: no outcome of the remaining items could pass the gate
+    # item -> the repeats (0-based) whose agent failed: no outcome, to run again next time
+    missing: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def missing_count(self) -> int:
+        return sum(len(repeats) for repeats in self.missing.values())
 
 
 @dataclass(frozen=True)
@@ -97,28 +109,43 @@ def validate(
     run_units: Callable[[list[ValUnit]], list[Rollout]],
     race: Race | None = None,
     before_wave: Callable[[ValResults, bool], None] | None = None,
+    known_missing: Mapping[str, Sequence[int]] | None = None,
 ) -> Validation:
-    """Every (task, repeat) not already in `known` is run by `run_units` (one call per wave);
-    with a `race`, in its order and waves, a wave starts only while the candidate can still pass.
-    `before_wave` sees the results so far, and whether the wave is the last, before each wave."""
+    """Every (task, repeat) without an outcome in `known` is run by `run_units` (one call per
+    wave): the repeats `known_missing` names (their agent failed before: run again, as the same
+    call) and those past what `known` holds. With a `race`, in its order and waves, a wave starts
+    only while the candidate can still pass. `before_wave` sees the results so far, and whether
+    the wave is the last, before each wave."""
     results: ValResults = {t.id: list(known.get(t.id, []))[:repeats] for t in tasks}
+    todo_of = {t.id: _to_run(len(results[t.id]), (known_missing or {}).get(t.id, ()), repeats) for t in tasks}
     order = race_order(tasks, race.incumbent) if race is not None else tasks
-    pending = [t for t in order if len(results[t.id]) < repeats]
+    pending = [t for t in order if todo_of[t.id]]
     calls = ran_waves = 0
+    missing: dict[str, list[int]] = {}
     while pending:
+        if race is not None and missing:
+            race = None  # its bounds hold only while every run returns an outcome
         if race is not None and not race.gate.can_pass(results, race.incumbent):
             return Validation(_known_only(results), calls, ran_waves, raced_out=True)
         wave = next_wave(pending, results, repeats, race, race.waves - ran_waves) if race else pending
         if before_wave is not None:
             before_wave(results, len(wave) == len(pending))
-        todo = [ValUnit(t, r) for t in wave for r in range(len(results[t.id]), repeats)]
-        rollouts = run_units(todo)
-        for unit, rollout in zip(todo, rollouts, strict=True):
-            results[unit.task.id].append(rollout.score.value)
+        todo = [ValUnit(t, r) for t in wave for r in todo_of[t.id]]
+        for unit, rollout in zip(todo, run_units(todo), strict=True):
+            if rollout.result.is_error:
+                missing.setdefault(unit.task.id, []).append(unit.repeat)
+            else:
+                results[unit.task.id].append(rollout.score.value)
         calls += len(todo)
         ran_waves += 1
         pending = pending[len(wave) :]
-    return Validation(results, calls, ran_waves, raced_out=False)
+    return Validation(results, calls, ran_waves, raced_out=False, missing=missing)
+
+
+def _to_run(have: int, failed: Sequence[int], repeats: int) -> list[int]:
+    """The repeat numbers of an item still to run: those that failed, then those never run."""
+    again = sorted({r for r in failed if 0 <= r < repeats})
+    return [*again, *range(have + len(again), repeats)][: max(0, repeats - have)]
 
 
 def _known_only(results: ValResults) -> ValResults:

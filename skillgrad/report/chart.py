@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillgrad.loop.verdict import RacedOut
+
 WIDTH, HEIGHT = 980, 300
 LEFT, RIGHT, TOP, BOTTOM = 52, 20, 16, 44
 
@@ -18,7 +20,7 @@ class Point:
     y: float
     step: int
     score: float | None
-    action: str  # "baseline" | "accepted" | "rejected" | "skipped"
+    action: str  # "baseline" | "accepted" | "rejected" | "skipped" | "raced" (y: its bound)
     label: str
 
 
@@ -72,9 +74,18 @@ def _series(
     for row in history:
         step = int(row.get("step", 0))
         score, action = _num(row.get("val_score")), str(row.get("action", "skipped"))
-        y = sy(score) if score is not None else sy(0)
-        label = f"step {step}: {action}" + (f", val {score:.3f}" if score is not None else ", not validated")
-        out.points.append(Point(sx(step), y, step, score, action if score is not None else "skipped", label))
+        raced = RacedOut.from_json(row.get("raced_out")) if score is None else None
+        if raced is not None:  # no val score: drawn as the bound its full validation stays under
+            label = f"step {step}: {action}, {raced_label(raced)}"
+            out.points.append(Point(sx(step), sy(raced.bound), step, None, "raced", label))
+        else:
+            y = sy(score) if score is not None else sy(0)
+            label = f"step {step}: {action}" + (
+                f", val {score:.3f}" if score is not None else ", not validated"
+            )
+            out.points.append(
+                Point(sx(step), y, step, score, action if score is not None else "skipped", label)
+            )
         row_best = _num(row.get("best_score"))
         known = [x for x in (best, score) if x is not None]
         new_best = row_best if row_best is not None else (max(known) if known else None)
@@ -87,6 +98,13 @@ def _series(
         best = new_best
     out.best_path = "".join(path)
     return out
+
+
+def raced_label(raced: RacedOut) -> str:
+    return (
+        f"raced out after {raced.items} of {raced.of} items ({raced.score:.3f} on those): "
+        f"its val score is at most {raced.bound:.3f}"
+    )
 
 
 def score_chart(runs: list[tuple[str, float | None, list[dict[str, Any]]]]) -> Chart:

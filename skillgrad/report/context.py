@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.budget import Bucket
+from skillgrad.loop.verdict import RacedOut
 from skillgrad.report import usage as ledger
 from skillgrad.report.activation import activation_view
 from skillgrad.report.chart import bar_chart, score_chart
@@ -93,6 +94,8 @@ class StepRow:
     usage: Bucket
     dropped: dict[str, int]  # proposed edits dropped before selection, by reason
     skip_reason: str | None = None  # why the candidate was not validated (a failed check)
+    raced: RacedOut | None = None  # a raced-out candidate: what it has instead of a val score
+    missing: int = 0  # val runs whose agent failed (left out)
 
 
 def _dropped(row: dict[str, Any]) -> dict[str, int]:
@@ -122,6 +125,8 @@ def step_rows(run: Run) -> list[StepRow]:
                 ledger.step_usage(h),
                 _dropped(h),
                 str(h["skip_reason"]) if h.get("skip_reason") else None,
+                RacedOut.from_json(h.get("raced_out")),
+                h["missing"] if isinstance(h.get("missing"), int) else 0,
             )
         )
     return rows
@@ -254,6 +259,7 @@ def facts(run: Run) -> list[tuple[str, str]]:
             f"{s.get('rejected', '?')} rejected, {s.get('skipped', '?')} skipped)",
         ),
         ("stopped", str(s.get("stopped", "in progress" if not s else "?")) + _reason(s)),
+        ("agent errors", "{} val, {} test runs failed: left out, not zeros".format(*run.missing_runs)),
         ("wall time", _wall(s)),
         ("tokens", f"{total.total_tokens:,} ({total.calls:,} calls)"),
         ("calls · rounds", _calls_and_rounds(s, total.calls)),

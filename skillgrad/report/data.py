@@ -103,6 +103,15 @@ class Run:
     def name(self) -> str:
         return self.path.name
 
+    @property
+    def missing_runs(self) -> tuple[int, int]:
+        """(val, test) runs whose agent failed after its retries: left out of the scores."""
+        test = self.summary.get("test")
+        by_version = test.get("missing") if isinstance(test, dict) else None
+        tested = by_version.values() if isinstance(by_version, dict) else []
+        val = self.summary.get("val_missing")
+        return (val if isinstance(val, int) else 0, sum(v for v in tested if isinstance(v, int)))
+
     def set_for(
         self, split: str, *, step: int | None = None, version: str | None = None
     ) -> RolloutSet | None:

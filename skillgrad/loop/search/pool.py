@@ -93,7 +93,8 @@ class Pool(_Model):
                 raise ValueError(f"member v{member.version} has no parent")
             if missing := [p for p in member.parents if p not in seen]:
                 raise ValueError(f"member v{member.version}: parent v{missing[0]} is not an earlier member")
-            if set(member.results) != items or any(not s for s in member.results.values()):
+            # an item may hold no score: every run of it failed (missing, loop/validate.py)
+            if set(member.results) != items or not any(member.results.values()):
                 raise ValueError(f"member v{member.version} is not scored on the pool's val items")
             seen.add(member.version)
         for tried in self.merges:

@@ -1,0 +1,106 @@
+"""The trainer's validation runs: a skill's val (or test) items through the rollout runner, each
+repeat in its own folder; the incumbent's per-item results; and what a validation leaves in the
+state. A run whose agent failed (after the runner's retries) leaves no score: the state keeps its
+scores in `val_results` and the failed repeats in `val_missing`, so a later validation of the same
+skill runs those again and the incumbent is not validated anew for them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from skillgrad.config import Config
+from skillgrad.errors import TrainingFailed
+from skillgrad.loop.gate import ValResults
+from skillgrad.loop.stages import RolloutRunner
+from skillgrad.loop.state import TrainState
+from skillgrad.loop.validate import Race, Validation, ValUnit, validate
+from skillgrad.run_folder import RunDir
+from skillgrad.skill import SkillDoc
+from skillgrad.values import Rollout, Task
+
+
+class ValRuns:
+    def __init__(
+        self, cfg: Config, runner: RolloutRunner, run: RunDir, split: Callable[[str], list[Task]]
+    ) -> None:
+        self.cfg = cfg
+        self.runner = runner
+        self.run = run
+        self.split = split
+
+    def units(self, prefix: Path, skill: str, stage: str, step: int, units: list[ValUnit]) -> list[Rollout]:
+        """Rollouts of `units` under `prefix`; repeat r > 0 of a task under `<prefix>-r{r+1}`."""
+        folders = [
+            prefix if u.repeat == 0 else prefix.with_name(f"{prefix.name}-r{u.repeat + 1}") for u in units
+        ]
+        repeats = [u.repeat for u in units]
+        return self.runner.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
+
+    def val_units(
+        self, step: int, skill: str, stage: str, units: list[ValUnit], split: str = "val"
+    ) -> list[Rollout]:
+        """Val rollouts under `rollouts/<split>`; repeat r > 0 of a task under `<split>-r{r+1}`."""
+        return self.units(self.run.rollouts_dir(step, split), skill, stage, step, units)
+
+    def candidate(
+        self,
+        state: TrainState,
+        step: int,
+        skill: str,
+        race: Race | None,
+        before_wave: Callable[[ValResults, bool], None] | None = None,
+    ) -> Validation:
+        """A candidate's validation (what is known of the skill reused, its missing runs run again),
+        remembered in the state."""
+        key = SkillDoc(skill).content_hash
+        val = validate(
+            self.split("val"),
+            self.cfg.optimizer.val_repeats,
+            state.val_results.get(key, {}),
+            lambda units: self.val_units(step, skill, "validate", units),
+            race,
+            before_wave=before_wave,
+            known_missing=state.val_missing.get(key),
+        )
+        remember(state, key, val)
+        return val
+
+    def full(self, state: TrainState, step: int, skill: str, stage: str, split: str = "val") -> Validation:
+        """Every val item of `skill` not known yet, remembered in the state; TrainingFailed when
+        every run of it failed."""
+        key = SkillDoc(skill).content_hash
+        ran: list[Rollout] = []
+
+        def run_units(units: list[ValUnit]) -> list[Rollout]:
+            ran.extend(self.val_units(step, skill, stage, units, split))
+            return ran[-len(units) :]
+
+        known, missing = state.val_results.get(key, {}), state.val_missing.get(key)
+        val = validate(
+            self.split("val"), self.cfg.optimizer.val_repeats, known, run_units, known_missing=missing
+        )
+        if ran and all(r.result.is_error for r in ran):
+            raise TrainingFailed(f"every {stage} task failed; first error: {ran[0].result.error}")
+        remember(state, key, val)
+        return val
+
+    def incumbent(self, state: TrainState) -> ValResults:
+        """The incumbent's per-item results: its failed runs count as run (they are left out of its
+        comparisons); a run resumed from an older state validates what is not known anew."""
+        key = SkillDoc(state.current_text).content_hash
+        results, missing = state.val_results.get(key, {}), state.val_missing.get(key, {})
+        repeats = self.cfg.optimizer.val_repeats
+        tasks = self.split("val")
+        if any(len(results.get(t.id, [])) + len(missing.get(t.id, [])) < repeats for t in tasks):
+            results = self.full(state, state.step, state.current_text, "validate", "val-incumbent").results
+        return results
+
+
+def remember(state: TrainState, key: str, val: Validation) -> None:
+    """What `val` leaves in the state for the skill whose content hash is `key`."""
+    state.val_results[key] = val.results
+    if val.missing:
+        state.val_missing[key] = val.missing
+    else:
+        state.val_missing.pop(key, None)

@@ -7,7 +7,16 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from skillgrad.backend_specs import BACKENDS, DEFAULT_BACKEND, backend_names, spec_for
@@ -31,6 +40,7 @@ MAX_TOKENS = 1_000_000  # output tokens of one reply
 MAX_TURNS = 10_000  # tool calls of one harness session
 MAX_PARALLEL = 1024  # calls in flight, threads, workers, CPUs
 Schedule = Literal["constant", "linear", "cosine"]
+DEFAULT_MIN_LEARNING_RATE = 2
 
 
 class _Section(BaseModel):
@@ -194,7 +204,8 @@ class RayConfig(_Section):
 
 class OptimizerConfig(_Section):
     learning_rate: int = Field(4, ge=1)  # max edits applied per step
-    min_learning_rate: int = Field(2, ge=1)
+    # the schedule's floor; left unset it is DEFAULT_MIN_LEARNING_RATE or learning_rate if lower
+    min_learning_rate: int = Field(DEFAULT_MIN_LEARNING_RATE, ge=1)
     lr_schedule: Schedule = "cosine"
     gate: Literal["strict", "paired"] = "strict"
     gate_alpha: float = Field(0.05, gt=0, lt=1)  # paired gate: the significance level
@@ -241,6 +252,29 @@ class OptimizerConfig(_Section):
     # What the run trains: the body on tasks, the description on triggers (when the harness loads
     # the skill), or both in alternating steps (skillgrad/activation).
     target: Literal["body", "description", "both"] = "body"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _floor_follows_a_low_rate(cls, data: Any) -> Any:
+        """`learning_rate: 1` alone means at most one edit a step: the default floor follows it."""
+        if isinstance(data, dict) and "min_learning_rate" not in data:
+            rate = data.get("learning_rate")
+            if isinstance(rate, int) and 1 <= rate < DEFAULT_MIN_LEARNING_RATE:
+                return {**data, "min_learning_rate": rate}
+        return data
+
+    @field_validator("min_learning_rate")
+    @classmethod
+    def _floor_below_rate(cls, value: int, info: ValidationInfo) -> int:
+        rate = info.data.get("learning_rate")
+        if isinstance(rate, int) and value > rate:
+            raise PydanticCustomError(
+                "learning_rate_floor",
+                "must be at most optimizer.learning_rate ({rate}), the most edits a step applies; "
+                "lower it or raise learning_rate",
+                {"rate": rate},
+            )
+        return value
 
 
 class BudgetConfig(_Section):

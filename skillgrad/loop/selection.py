@@ -26,12 +26,17 @@ def constant(step: int, total_steps: int, high: int, low: int) -> int:
     return high
 
 
+# In linear and cosine the floor `low` never lifts a step above `high` (the config refuses
+# min_learning_rate > learning_rate; a value assigned later is clamped here).
+
+
 def linear(step: int, total_steps: int, high: int, low: int) -> int:
+    low = min(low, high)
     return max(low, round(high - (high - low) * _progress(step, total_steps)))
 
 
 def cosine(step: int, total_steps: int, high: int, low: int) -> int:
-    t = _progress(step, total_steps)
+    low, t = min(low, high), _progress(step, total_steps)
     return max(low, round(low + (high - low) * (1 + math.cos(math.pi * t)) / 2))
 
 

@@ -40,7 +40,9 @@ def test_a_floor_above_the_rate_is_a_one_line_error(data: dict, overrides: list[
         config_from_data(data, "config.yaml", overrides)
     message = str(raised.value)
     assert "\n" not in message and message.startswith(f"{source}: optimizer.min_learning_rate:")
-    assert "must be at most optimizer.learning_rate" in message and "lower it or raise learning_rate" in message
+    assert (
+        "must be at most optimizer.learning_rate" in message and "lower it or raise learning_rate" in message
+    )
 
 
 @pytest.mark.parametrize("name", sorted(SCHEDULES))
@@ -53,9 +55,7 @@ def test_no_schedule_exceeds_the_rate(name: str, high: int, low: int) -> None:
 
 
 def test_the_cli_refuses_a_floor_above_the_rate(tmp_path: Path) -> None:
-    proc = skillgrad(
-        "config", "--set", "optimizer.learning_rate=1", "--set", "optimizer.min_learning_rate=2"
-    )
+    proc = skillgrad("config", "--set", "optimizer.learning_rate=1", "--set", "optimizer.min_learning_rate=2")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and "optimizer.min_learning_rate" in proc.stderr
 

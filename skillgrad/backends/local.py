@@ -28,13 +28,12 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.identity import file_identity
 from skillgrad.backends.local_models import (
     DEFAULT_CACHE_DIR,
     check_fits_memory,
     check_gguf,
-    default_model_path,
     hub_parts,
+    model_identity,
     resolve_model_value,
 )
 from skillgrad.backends.structured import complete_structured
@@ -388,27 +387,9 @@ def availability(cfg: Config) -> tuple[bool, str]:
 
 
 def identity(cfg: Config, role: Role) -> dict[str, Any]:
-    """The model a role loads: its file (path, size, mtime: see `backends.identity`), context size
-    and threads; two different `model.gguf` files never share an answer."""
+    """The model a role loads (`local_models.model_identity`): two `model.gguf` never share an answer."""
     value, key = _role_value(cfg, role)
-    settings = {"ctx": cfg.model.local_ctx, "threads": cfg.model.local_threads}
-    try:
-        hub = hub_parts(value, key=key) if value else None
-    except UserError:
-        return {"model_value": value, **settings}
-    if hub is not None:  # the hub's cached copy when there is one (no network here)
-        return {"hub": value, **_hub_cached(*hub), **settings}
-    path = cfg.resolve_path(value) if value else default_model_path(DEFAULT_CACHE_DIR)
-    return {**file_identity(path), **settings}
-
-
-def _hub_cached(repo: str, filename: str) -> dict[str, Any]:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return {}
-    found = try_to_load_from_cache(repo, filename, cache_dir=str(DEFAULT_CACHE_DIR.expanduser() / "hub"))
-    return file_identity(Path(found)) if isinstance(found, str) else {}
+    return {**model_identity(cfg, value, key), "ctx": cfg.model.local_ctx, "threads": cfg.model.local_threads}
 
 
 def new_run_state() -> LocalFactory:

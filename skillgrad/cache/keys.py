@@ -73,6 +73,20 @@ def rollout_settings(cfg: Config) -> dict[str, Any]:
     }
 
 
+def resamples(cfg: Config) -> bool:
+    """Whether asking the target again can answer differently: a harness samples (it has no
+    temperature), a chat model does above temperature 0. Then a later epoch's train rollouts are
+    new samples (salted by epoch, `loop.stages`), new evidence for the analyst."""
+    spec = spec_for(cfg.model.backend_for("target"))
+    return spec.harness or cfg.model.temperature > 0
+
+
+def replays(cfg: Config) -> bool:
+    """Whether a train task rolled out again with the same skill is its earlier answer replayed
+    from the call cache (what the `no_failures` and `no_new_evidence` stops rely on)."""
+    return cfg.cache.enabled and not resamples(cfg)
+
+
 TASKS = "chooses or builds the tasks; each task's content is in the key"
 SKILL = "the skill's text is in the key"
 SCORING = "scores an answer after the call; no answer depends on it"

@@ -62,7 +62,7 @@ def clip(edits: list[MergedEdit], learning_rate: int) -> tuple[list[MergedEdit],
 
 # Why a merged edit was not selected; the keys of `Selection.counts()` and merged_patch.json.
 COPIED = "copied from the prompt"
-REJECTED = "rejected earlier this epoch"
+REJECTED = "rejected earlier"  # this epoch, or against this very skill before (search/greedy.py)
 INAPPLICABLE = "cannot apply to the current skill"
 CLIPPED = "over the learning rate"
 DROP_REASONS = (COPIED, REJECTED, INAPPLICABLE, CLIPPED)
@@ -109,7 +109,7 @@ def select_valid(
     copies_task: Callable[[Edit], Copy | None] = lambda _edit: None,
 ) -> Selection:
     """Selection after validity: walk the ranked edits, drop those copied from the prompt or
-    from a task's text, those rejected earlier this epoch and those that do not apply to the
+    from a task's text, those rejected earlier and those that do not apply to the
     skill as it stands after the edits already selected (a package is held to `budget`); only
     what applies counts against the learning rate."""
     rejected_keys = {rule_key(e) for e in rejected}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from skillgrad.backends.base import Agent, ChatModel, ResamplingAgent
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark
+from skillgrad.cache.keys import resamples
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError, TrainingFailed
 from skillgrad.loop.accounting import Accounting, MeteredChatModel
@@ -38,12 +39,15 @@ class Roles:
     trigger_agent: Agent | None = None
 
 
-def resampled(agent: Agent, repeat: int) -> Agent:
-    """The agent for the repeat-th run of a task: a distinct call, also for the call cache
-    (repeat 0 is the plain call, so one repeat keys exactly as before)."""
-    if repeat and isinstance(agent, ResamplingAgent):
-        return agent.with_salt(f"{agent.salt}\x00repeat={repeat}")
-    return agent
+def resampled(agent: Agent, repeat: int, epoch: int = 1) -> Agent:
+    """The agent for the repeat-th run of a task (in train epoch `epoch`): a distinct call, also
+    for the call cache (repeat 0 of epoch 1 is the plain call, so one repeat keys as before)."""
+    if not isinstance(agent, ResamplingAgent) or (not repeat and epoch <= 1):
+        return agent
+    salt = (
+        agent.salt + (f"\x00repeat={repeat}" if repeat else "") + (f"\x00epoch={epoch}" if epoch > 1 else "")
+    )
+    return agent.with_salt(salt)
 
 
 class RolloutRunner:
@@ -87,9 +91,13 @@ class RolloutRunner:
         step: int,
         repeats: list[int] | None = None,
         fresh: bool = False,
+        epoch: int = 1,
     ) -> list[Rollout]:
         """Run `tasks` with `skill`; the i-th writes under `prefix` (or `prefix(i)`) and is the
-        `repeats[i]`-th run of its task. `fresh` clears a folder a discarded run wrote first."""
+        `repeats[i]`-th run of its task. `fresh` clears a folder a discarded run wrote first.
+        `epoch`: the train epoch of these rollouts; from the second on, a target that samples
+        (`cache.keys.resamples`) is asked afresh, so a later epoch is new evidence, not a replay."""
+        epoch = epoch if resamples(self.cfg) else 1
         folder_of = prefix if callable(prefix) else (lambda _index, p=prefix: p)
         if fresh and not callable(prefix):
             shutil.rmtree(self.run.path(str(prefix)), ignore_errors=True)
@@ -121,7 +129,7 @@ class RolloutRunner:
             )
 
         results = run_rollouts(
-            lambda index: resampled(self.roles.agent, repeats[index] if repeats else 0),
+            lambda index: resampled(self.roles.agent, repeats[index] if repeats else 0, epoch),
             self.benchmark,
             tasks,
             skill,

@@ -38,7 +38,8 @@ MUTABLE_SECTIONS = ("budget", "tracking", "ray")
 MUTABLE_KEYS = ("train.executor", "cache.dir")
 _HINTS = {"cache.enabled": " (--no-cache turns it off)"}
 # How a run may end and still have work left: a budget stop continues with a raised budget, an
-# error once its cause is fixed. Any other stop (completed, no_headroom, no_failures) is final.
+# error once its cause is fixed. Any other stop (completed, no_headroom, no_failures,
+# no_new_evidence) is final.
 UNFINISHED_STOPS = ("budget", "error")
 _LOG_LINE = re.compile(r"^\S+ \S+\s+([\d.]+)s (\S+)")  # see progress.LogFileObserver
 

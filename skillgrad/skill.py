@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from skillgrad.targets import LIST_MARKER, PROTECTED, Found, lines_of, locate, target_names
+
 PROTECT_OPEN = "<!-- protected -->"
 PROTECT_CLOSE = "<!-- /protected -->"
 _MARKERS = re.compile(f"{re.escape(PROTECT_OPEN)}|{re.escape(PROTECT_CLOSE)}")
@@ -21,7 +23,6 @@ EditOp = Literal["add", "delete", "replace", "create"]
 EDIT_OPS: tuple[EditOp, ...] = ("add", "delete", "replace", "create")
 MAIN_FILE = "SKILL.md"  # the file an edit changes unless it names another (skill packages)
 END_ANCHOR = "end"  # the `add` anchor that appends at the end of the skill ("" means the same)
-_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
 def normalize_text(text: str) -> str:
@@ -30,8 +31,9 @@ def normalize_text(text: str) -> str:
 
 @dataclass(frozen=True)
 class Edit:
-    """One edit. `target`: for delete/replace the exact text to change (the analyst picks one of
-    the skill's lines); for add the line after which `content` goes ("" or "end" = at the end).
+    """One edit. `target`: for delete/replace the text to change, a line of the skill (one of
+    its copies, `line [k of n]`) or a replace's span within one line; for add the line after
+    which `content` goes ("" or "end" = at the end). `skillgrad.targets` finds it.
     `file`: the package file it changes (SKILL.md unless named); `create` makes file `file`."""
 
     op: EditOp
@@ -78,58 +80,22 @@ class EditOutcome:
 
 def edit_targets(text: str) -> list[str]:
     """The skill's lines an edit may target or anchor on: every non-blank line outside protected
-    regions (markers included), stripped, each once, in document order."""
-    doc = SkillDoc(text)
-    spans = doc.protected_spans()
-    targets: dict[str, None] = {}
-    at = 0
-    for line in text.splitlines(keepends=True):
-        start, at = at, at + len(line)
-        if line.strip() and not any(lo < at and start < hi for lo, hi in spans):
-            targets.setdefault(line.strip(), None)
-    return list(targets)
+    regions (markers included), stripped, in document order; a line with copies is named once
+    per copy, `line [k of n]` (see `skillgrad.targets`)."""
+    return target_names(text, SkillDoc(text).protected_spans())
 
 
 def is_end_anchor(target: str) -> bool:
     return target.strip().lower() in ("", END_ANCHOR)
 
 
-def _whole_line(text: str, target: str) -> tuple[int, int] | None:
-    """Span of the first line that is exactly `target` (surrounding whitespace ignored)."""
-    if not target.strip() or "\n" in target.strip():
-        return None
-    match = re.search(r"^[ \t]*(" + re.escape(target.strip()) + r")[ \t]*$", text, re.MULTILINE)
-    return match.span(1) if match else None
-
-
 def _with_marker(content: str, line: str) -> str:
     """Keep a list item a list item: a one-line rule replacing or following `- old rule` gets
     the same marker when it has none of its own."""
-    marker = _LIST_MARKER.match(line)
-    if marker and "\n" not in content.strip() and not _LIST_MARKER.match(content):
+    marker = LIST_MARKER.match(line)
+    if marker and "\n" not in content.strip() and not LIST_MARKER.match(content):
         return marker.group(0).lstrip() + content.strip()
     return content
-
-
-def _line_at(text: str, at: int) -> str:
-    start = text.rfind("\n", 0, at) + 1
-    end = text.find("\n", at)
-    return text[start : len(text) if end < 0 else end]
-
-
-def _find(text: str, target: str) -> tuple[int, int] | None:
-    """Span of `target` in `text`: a whole line first, then exact, then ignoring whitespace."""
-    line = _whole_line(text, target)
-    if line is not None:
-        return line
-    at = text.find(target)
-    if at >= 0:
-        return at, at + len(target)
-    words = target.split()
-    if not words:
-        return None
-    match = re.search(r"\s+".join(re.escape(w) for w in words), text)
-    return (match.start(), match.end()) if match else None
 
 
 @dataclass(frozen=True)
@@ -159,14 +125,6 @@ class SkillDoc:
             spans.append((start, len(self.text)))
         return spans
 
-    def _touches_protected(self, start: int, end: int, *, insertion: bool = False) -> bool:
-        for lo, hi in self.protected_spans():
-            if insertion and lo < start < hi:
-                return True
-            if not insertion and start < hi and lo < end:
-                return True
-        return False
-
     def apply_one(self, edit: Edit, max_chars: int | None = None) -> tuple[SkillDoc, EditOutcome]:
         def skip(reason: str) -> tuple[SkillDoc, EditOutcome]:
             return self, EditOutcome(edit, "skipped", reason)
@@ -186,42 +144,48 @@ class SkillDoc:
             new = inserted
         else:
             reason = "applied"
-            span = _find(self.text, edit.target) if edit.target.strip() else None
-            if span is None:
-                return skip("target text not found in the skill")
-            if self._touches_protected(*span):
-                return skip("target lies in a protected region")
-            replacement, rest = "", self.text[: span[0]] + self.text[span[1] :]
+            found = locate(self.text, edit.target, self.protected_spans())
+            if isinstance(found, str):
+                return skip(found)
+            start, end = found.start, found.end
+            if edit.op == "delete" and not found.whole:
+                return skip(
+                    f"delete removes whole lines and {edit.target.strip()!r} is part of the line "
+                    f"{found.line!r}; replace that line instead"
+                )
+            if edit.op == "delete":  # the line goes, its line break with it
+                start = self.text.rfind("\n", 0, start) + 1
+                end = len(self.text) if (stop := self.text.find("\n", end)) < 0 else stop + 1
+            replacement, rest = "", self.text[:start] + self.text[end:]
             if edit.op == "replace":
-                line = _line_at(self.text, span[0])
-                whole = line.strip() == self.text[span[0] : span[1]].strip()
-                replacement = _with_marker(edit.content, line) if whole else edit.content
-                if normalize_text(replacement) == normalize_text(self.text[span[0] : span[1]]):
+                replacement = _with_marker(edit.content, found.line) if found.whole else edit.content
+                if normalize_text(replacement) == normalize_text(self.text[start:end]):
                     return skip("replacement is identical to the target")
                 if replacement.strip() and _contains(rest, replacement):
                     return skip("content already present in the skill")
-            new = SkillDoc(_tidy(self.text[: span[0]] + replacement + self.text[span[1] :]))
+            new = SkillDoc(_tidy(self.text[:start] + replacement + self.text[end:]))
         if max_chars is not None and len(new.text) > max_chars:
             return skip(f"the skill would exceed optimizer.max_skill_chars={max_chars}")
         return new, EditOutcome(edit, "applied", reason)
 
     def _insert(self, edit: Edit) -> tuple[SkillDoc | None, str]:
-        """(new doc, reason). An anchor that is not in the skill only loses the rule's position,
-        not the rule: it is appended at the end (weak optimizers paraphrase anchors)."""
+        """(new doc, reason). An anchor that names no one place of the skill only loses the
+        rule's position, not the rule: it is appended at the end (weak optimizers paraphrase
+        anchors)."""
         content = edit.content.strip("\n")
-        span = None if is_end_anchor(edit.target) else _find(self.text, edit.target)
-        if span is None:
-            base = self.text.rstrip("\n")
-            reason = "applied (anchor not found: appended at the end)"
-            if is_end_anchor(edit.target):
-                reason = "applied"
-            return SkillDoc((base + "\n\n" if base else "") + content + "\n"), reason
-        # Insert after the line that holds the anchor's end, so a line is never split.
-        line_end = self.text.find("\n", span[1])
-        at = len(self.text) if line_end < 0 else line_end
-        if self._touches_protected(at, at, insertion=True):
+        found: Found | str = (
+            "" if is_end_anchor(edit.target) else locate(self.text, edit.target, self.protected_spans())
+        )
+        if found == PROTECTED:
             return None, "anchor lies in a protected region"
-        content = _with_marker(content, _line_at(self.text, span[0]))
+        if isinstance(found, str):
+            base = self.text.rstrip("\n")
+            reason = f"applied (anchor unusable: {found}; appended at the end)" if found else "applied"
+            return SkillDoc((base + "\n\n" if base else "") + content + "\n"), reason
+        # Insert after the line that holds the anchor, so a line is never split.
+        line_end = self.text.find("\n", found.end)
+        at = len(self.text) if line_end < 0 else line_end
+        content = _with_marker(content, found.line)
         return SkillDoc(_tidy(self.text[:at] + "\n" + content + self.text[at:])), "applied"
 
     def apply(self, edits: list[Edit], max_chars: int | None = None) -> tuple[SkillDoc, list[EditOutcome]]:
@@ -250,7 +214,8 @@ def diff_edits(old: str, new: str, rationale: str = "rewrite") -> list[Edit]:
     rewritten skill goes through the same learning rate, selection and edit report as a patch.
     Changed lines pair up as replaces; extra old lines are deletes; each extra new line is an add
     anchored on the line before it in `new` (or "end" at the very start)."""
-    before = [line.strip() for line in old.splitlines() if line.strip()]
+    lines = lines_of(old, SkillDoc(old).protected_spans())
+    before, names = [line.text for line in lines], [line.name for line in lines]  # a copy by its name
     after = [line.strip() for line in new.splitlines() if line.strip()]
     edits: list[Edit] = []
     matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
@@ -258,8 +223,8 @@ def diff_edits(old: str, new: str, rationale: str = "rewrite") -> list[Edit]:
         if tag == "equal":
             continue
         paired = min(i2 - i1, j2 - j1) if tag == "replace" else 0
-        edits += [Edit("replace", before[i1 + k], after[j1 + k], rationale) for k in range(paired)]
-        edits += [Edit("delete", line, "", rationale) for line in before[i1 + paired : i2]]
+        edits += [Edit("replace", names[i1 + k], after[j1 + k], rationale) for k in range(paired)]
+        edits += [Edit("delete", name, "", rationale) for name in names[i1 + paired : i2]]
         for j in range(j1 + paired, j2):
             anchor = after[j - 1] if j > 0 else END_ANCHOR
             edits.append(Edit("add", anchor, after[j], rationale))

@@ -49,6 +49,33 @@ def test_every_file_the_document_names_exists() -> None:
     assert not gone, f"docs/architecture.md names files that do not exist: {gone}"
 
 
+def test_the_layouts_figures_hold() -> None:
+    """ "About N lines in the package" within 10 %, and "no file over M lines" for every file."""
+    about = re.search(r"About ([\d,]+) lines in the package", DOC)
+    most = re.search(r"no file over\s+(\d+) lines", DOC)
+    assert about and most, "docs/architecture.md's layout no longer states its two figures"
+    sizes = {
+        p.relative_to(PACKAGE).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+        for p in PACKAGE.rglob("*.py")
+    }
+    stated, total = int(about[1].replace(",", "")), sum(sizes.values())
+    assert abs(stated - total) <= total // 10, (
+        f"the package has {total} lines, the document says about {stated}"
+    )
+    longer = {name: n for name, n in sizes.items() if n > int(most[1])}
+    assert not longer, f"files over the {most[1]} lines docs/architecture.md allows: {longer}"
+
+
+def test_no_registry_the_document_names_is_missing() -> None:
+    """Every UPPER_CASE registry the strategies paragraph names is defined in the package."""
+    paragraph = DOC[DOC.index("**Strategies**") :].split("\n\n")[0]
+    names = re.findall(r"`([A-Z][A-Z_]+)`", paragraph)
+    assert len(names) >= 5
+    source = "\n".join(p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py"))
+    missing = [n for n in names if not re.search(rf"^{n}\b.*=", source, flags=re.M)]
+    assert not missing, f"docs/architecture.md names registries that do not exist: {missing}"
+
+
 def test_every_registered_name_is_in_the_document() -> None:
     names = [*BACKENDS, *BUILTINS, *SEARCHES, *PARENTS, *SCHEDULES, *EXECUTORS, "strict", "paired"]
     missing = [name for name in names if f"`{name}`" not in DOC]

@@ -5,7 +5,7 @@ import pytest
 
 from skillgrad.backends.local import bounded_schema
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages, patch_schema
-from skillgrad.skill import PROTECT_CLOSE, PROTECT_OPEN, Edit, SkillDoc, edit_targets
+from skillgrad.skill import PROTECT_CLOSE, PROTECT_OPEN, Edit, SkillDoc, diff_edits, edit_targets
 
 SKILL = f"""# House rules
 
@@ -30,15 +30,21 @@ def edit(op: str, target: str, content: str = "A rule.") -> dict:
     return {"content": content if op != "delete" else "", "op": op, "target": target, "rationale": "r"}
 
 
-def test_targets_are_the_unprotected_lines_once_each():
-    assert edit_targets(SKILL) == ["# House rules", "- Answer briefly.", "Use metric units."]
+def test_targets_are_the_unprotected_lines_each_copy_by_its_number():
+    assert edit_targets(SKILL) == [
+        "# House rules",
+        "- Answer briefly.",
+        "Use metric units. [1 of 2]",
+        "Use metric units. [2 of 2]",
+    ]
     assert edit_targets("") == [] and edit_targets("\n  \n") == []
 
 
 def test_schema_enumerates_targets_and_rejects_the_agents_answer():
     schema = patch_schema(SKILL, 3)
     assert valid(schema, edit("replace", "- Answer briefly."))
-    assert valid(schema, edit("delete", "Use metric units."))
+    assert valid(schema, edit("delete", "Use metric units. [2 of 2]"))
+    assert not valid(schema, edit("delete", "Use metric units."))  # which copy? it must say
     assert valid(schema, edit("add", "end")) and valid(schema, edit("add", "# House rules"))
     assert valid(schema, edit("add", ""))  # "" is the old spelling of "end"
     assert not valid(schema, edit("replace", "David Tanaka", "TANAKA, David"))  # not in the skill
@@ -116,3 +122,77 @@ def test_replace_that_duplicates_another_line_is_skipped():
         [Edit("replace", "Answer briefly, politely.", "Answer briefly.")]
     )
     assert out[0].status == "applied" and shorter.text == "Answer briefly.\n"
+
+
+# -- what a target names (issue 37, item 6): whole lines, then one place within one line --------
+
+RULES = "# Style\n\n- Never use tabs in names.\n- Use ISO dates.\n- Use metric units.\n- Check the date.\n"
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        (Edit("delete", "tabs"), "delete removes whole lines"),  # not "- Never use  in names."
+        (Edit("replace", "Use", "Prefer"), "target matches 2 places"),  # which "Use"?
+        (Edit("replace", "- Use ISO dates.\n- Use metric units.", "- Use ISO."), "spans several lines"),
+        (Edit("replace", "tab", "space"), "not found"),  # "tab" is no word of "tabs"
+        (Edit("delete", "date"), "delete removes whole lines"),  # a word of one line, still no line
+        (Edit("add", "Use", "- Write names in kebab-case."), None),  # an anchor: placed at the end
+    ],
+)
+def test_a_target_that_names_no_one_line_or_place_changes_nothing(bad: Edit, reason: str | None):
+    doc, out = SkillDoc(RULES).apply([bad])
+    if reason is None:
+        assert out[0].status == "applied" and "matches 2 places" in out[0].reason
+        assert doc.text.endswith("\n\n- Write names in kebab-case.\n") and RULES.strip() in doc.text
+        return
+    assert out[0].status == "skipped" and reason in out[0].reason, out[0].reason
+    assert doc.text == RULES
+
+
+def test_a_unique_word_bounded_span_within_one_line_is_replaced():
+    doc, out = SkillDoc(RULES).apply([Edit("replace", "metric units", "SI units")])
+    assert out[0].status == "applied" and "- Use SI units.\n" in doc.text
+    doc, out = SkillDoc(RULES).apply(
+        [Edit("replace", "Never use tabs in names.", "Never put spaces in names.")]
+    )
+    assert out[0].status == "applied" and "- Never put spaces in names.\n" in doc.text  # marker kept
+    doc, out = SkillDoc(RULES).apply([Edit("delete", "Check the date.")])  # the whole line, unmarked
+    assert out[0].status == "applied" and "Check the date" not in doc.text
+
+
+REPEATED = "## Dates\n- Check the year.\n## Names\n- Check the year.\n- Keep it short.\n"
+
+
+def test_every_copy_of_a_repeated_line_can_be_targeted_and_the_bare_line_is_refused():
+    assert edit_targets(REPEATED) == [
+        "## Dates",
+        "- Check the year. [1 of 2]",
+        "## Names",
+        "- Check the year. [2 of 2]",
+        "- Keep it short.",
+    ]
+    doc, out = SkillDoc(REPEATED).apply([Edit("replace", "- Check the year. [2 of 2]", "Names in full.")])
+    assert out[0].status == "applied", out[0].reason
+    assert doc.text == "## Dates\n- Check the year.\n## Names\n- Names in full.\n- Keep it short.\n"
+    doc, out = SkillDoc(REPEATED).apply([Edit("delete", "- Check the year. [1 of 2]")])
+    assert doc.text == "## Dates\n## Names\n- Check the year.\n- Keep it short.\n"
+    doc, out = SkillDoc(REPEATED).apply([Edit("add", "- Check the year. [2 of 2]", "Full names.")])
+    assert doc.text.endswith("## Names\n- Check the year.\n- Full names.\n- Keep it short.\n")
+    doc, out = SkillDoc(REPEATED).apply([Edit("delete", "- Check the year.")])
+    assert out[0].status == "skipped" and "[k of 2]" in out[0].reason and doc.text == REPEATED
+    # After one copy is gone, a name written for two copies no longer says which line is meant.
+    once = SkillDoc(REPEATED).apply([Edit("delete", "- Check the year. [1 of 2]")])[0]
+    doc, out = once.apply([Edit("delete", "- Check the year. [2 of 2]")])
+    assert out[0].status == "skipped" and "now holds 1 time" in out[0].reason
+
+
+def test_the_schema_offers_each_copy_and_a_rewrite_edits_the_copy_it_changed():
+    schema = patch_schema(REPEATED, 2)
+    assert valid(schema, edit("delete", "- Check the year. [2 of 2]"))
+    assert not valid(schema, edit("delete", "- Check the year."))
+    rewritten = "## Dates\n- Check the year.\n## Names\n- Full names only.\n- Keep it short.\n"
+    edits = diff_edits(REPEATED, rewritten)
+    assert edits == [Edit("replace", "- Check the year. [2 of 2]", "- Full names only.", "rewrite")]
+    doc, out = SkillDoc(REPEATED).apply(edits)
+    assert out[0].status == "applied" and doc.text == rewritten

@@ -154,6 +154,31 @@ def test_resume_refuses_a_different_config_and_a_second_trainer(tmp_path: Path) 
         assert (artifacts(out), len(world.answered)) == before
 
 
+def test_resume_freezes_what_changes_results_and_lets_the_cache_move(tmp_path: Path) -> None:
+    """A new cache salt would resample every call and no cache would repay them: both refused in
+    one line; the cache's location may change (its misses are paid, the requests are the same)."""
+    world = World()
+    with ScriptedOpenAI(world) as server:
+        cfg, out = config(tmp_path, server, "a"), tmp_path / "run"
+        assert train(cfg, out, world) == 0
+        before = (artifacts(out), len(world.answered))
+        salted = skillgrad("train", "--resume", str(out), "--set", "cache.salt=again")
+        assert salted.returncode == 2 and salted.stderr.count("\n") == 1, salted.stderr
+        assert "cache.salt ('' -> 'again')" in salted.stderr and "different config" in salted.stderr
+        uncached = skillgrad("train", "--resume", str(out), "--no-cache")
+        assert uncached.returncode == 2 and "cache.enabled (True -> False) (--no-cache" in uncached.stderr
+        moved = skillgrad("train", "--resume", str(out), "--set", f"cache.dir={tmp_path / 'moved'}")
+        assert moved.returncode == 0, moved.stderr
+        assert (artifacts(out), len(world.answered)) == before
+        # A run started without the cache keeps that in its config.json: it resumes without it.
+        plain = tmp_path / "plain"
+        assert train(cfg, plain, world, "--config", str(cfg), "--out", str(plain), "--no-cache") == 0
+        assert json.loads((plain / "config.json").read_text(encoding="utf-8"))["cache"]["enabled"] is False
+        cached = skillgrad("train", "--resume", str(plain), "--set", "cache.enabled=true")
+        assert cached.returncode == 2 and "cache.enabled (False -> True)" in cached.stderr
+        assert skillgrad("train", "--resume", str(plain)).returncode == 0
+
+
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_budget_cap_stops_at_the_cap_and_keeps_the_best(tmp_path: Path, concurrency: int) -> None:
     world = World()

@@ -1,5 +1,5 @@
 """Selection after validity: only edits that apply, and were neither copied from the prompt nor
-rejected earlier this epoch, count against the learning rate."""
+rejected earlier, count against the learning rate."""
 
 import re
 

@@ -168,20 +168,22 @@ def test_harmful_edit_is_rejected_and_shown_to_later_analysts(tmp_path: Path) ->
         assert proc.returncode == 0, proc.stderr
         analyst_prompts = [r.user for r in server.requests if is_optimizer(r)]
     summary = read_json(out / "summary.json")
-    assert summary["accepted"] == 0 and summary["rejected"] == 2
+    assert summary["accepted"] == 0 and summary["rejected"] == 1
     assert summary["best_val_score"] == summary["baseline_val_score"]
     assert not (out / "skills" / "v0001.md").exists()
     assert (out / "best_skill.md").read_text(encoding="utf-8") == ""
     steps = history(out)
     assert steps[0]["action"] == "rejected" and steps[0]["val_score"] == 0.0
     # Step 2 proposes it again in the same epoch: dropped before selection, nothing to validate.
-    assert steps[1]["action"] == "skipped" and steps[1]["dropped"]["rejected earlier this epoch"] == 1
+    assert steps[1]["action"] == "skipped" and steps[1]["dropped"]["rejected earlier"] == 1
     assert not (out / "steps" / "0002" / "rollouts" / "val").exists()
-    # Epoch 2 forgets the rejections; the same candidate reuses its validation score.
-    assert steps[2]["cached"] is True and steps[2]["action"] == "rejected"
+    # Epoch 2 still holds the skill it was rejected against: it keeps the rejection, shows it to
+    # its analysts and drops the edit again instead of replaying step 1 (issue 37, item 10).
+    assert [s["action"] for s in steps[2:]] == ["skipped", "skipped"]
+    assert all(s["dropped"]["rejected earlier"] == 1 for s in steps[2:])
     assert not (out / "steps" / "0003" / "rollouts" / "val").exists()
     assert "Rejected edits" not in analyst_prompts[0]
-    assert "Rejected edits" in analyst_prompts[1] and BAD_RULE in analyst_prompts[1]
+    assert all("Rejected edits" in p and BAD_RULE in p for p in analyst_prompts[1:])
 
 
 def test_invalid_optimizer_json_is_retried_then_reported(tmp_path: Path) -> None:

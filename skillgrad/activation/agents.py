@@ -26,7 +26,7 @@ from skillgrad.backends.chat_agent import ChatAgent
 from skillgrad.backends.workspace import install_skill
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError, UserError
-from skillgrad.templates import render
+from skillgrad.templates import render, templates_digest
 from skillgrad.values import AgentResult, Message, Task, TraceStep, Usage
 
 PROMPTS = "skillgrad.activation"
@@ -151,9 +151,11 @@ def activation_agent(cfg: Config, target: Agent, distractors: list[Distractor]) 
 
 def activation_settings(cfg: Config, distractors: list[Distractor]) -> dict[str, Any]:
     """What shapes an activation run besides the skill and the task: part of the call cache's key."""
+    prompts = [(PROMPTS, "routing_system"), (PROMPTS, "routing_user"), (PROMPTS, "unnamed_task")]
     return {
         "activation": {
             "distractors": [[d.name, d.fingerprint()] for d in distractors],
             "probe_turns": cfg.benchmark.trigger_max_turns,
+            "templates": templates_digest(prompts),
         }
     }

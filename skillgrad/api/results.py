@@ -109,7 +109,8 @@ class TrainResult:
     """A finished training run (`summary.json` and the best skill of its run folder).
 
     `stopped`: `completed`, `budget` (a cap of the budget section; the best skill so far),
-    `no_headroom` or `no_failures` (nothing left to fix); `stop_reason` says it in words.
+    `no_headroom`, `no_failures` (nothing left to fix) or `no_new_evidence` (every remaining step
+    would replay one already made); `stop_reason` says it in words.
     The test scores are None without a test split (or when the budget stopped the run first)."""
 
     run_dir: Path

@@ -84,7 +84,11 @@ class ChatBackend(Protocol):
     vendor SDK is imported lazily or at the module's top, never elsewhere. `new_run_state()`
     returns one object per run (None when the backend keeps none), handed to each factory call of
     that run, so both roles can share what is expensive (a loaded model) without global state.
-    The factories raise `UserError` for settings the user can fix."""
+    The factories raise `UserError` for settings the user can fix.
+
+    Optional: `identity(cfg, role) -> dict` says what identifies the model that answers beyond
+    its name (a model file by path, size and mtime; a CLI by its version), for the call cache's
+    key; it never raises and makes no network call (`skillgrad.backends.identity`)."""
 
     def availability(self, cfg: Config) -> tuple[bool, str]: ...
 

@@ -29,6 +29,7 @@ import os
 import shutil
 import tempfile
 from collections import deque
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ from skillgrad.backends.claude_session import (
 from skillgrad.backends.cli_chat import CliChat
 from skillgrad.backends.common import split_messages
 from skillgrad.backends.containment import ContainedCli
+from skillgrad.backends.identity import cli_identity
 from skillgrad.backends.lifeline import ParentBoundCli
 from skillgrad.backends.reading import Investigation, ReadingBounds, investigate
 from skillgrad.config import Config
@@ -292,6 +294,16 @@ class ClaudeCodeChat(CliChat):
 
 def new_run_state() -> None:
     """No per-run state: each session starts its own CLI process."""
+
+
+def identity(cfg: Config, role: Role) -> dict[str, Any]:
+    """The CLI a role's sessions run, by its version, and the SDK that drives it (it builds the
+    CLI's command line and options; see `backends.identity`)."""
+    try:
+        sdk_version: str | None = metadata.version("claude-agent-sdk")
+    except metadata.PackageNotFoundError:
+        sdk_version = None
+    return {**cli_identity(find_cli(cfg)), "sdk": sdk_version}
 
 
 __all__ = ["cli_env"]  # the CLI's environment, re-exported from claude_session

@@ -44,6 +44,7 @@ from skillgrad.backends.codex_args import (
 )
 from skillgrad.backends.codex_process import CodexRun, run_cli
 from skillgrad.backends.common import split_messages
+from skillgrad.backends.identity import cli_identity, cli_version
 from skillgrad.backends.reading import Investigation, ReadingBounds, investigate
 from skillgrad.backends.workspace import prepare_workspace
 from skillgrad.config import Config
@@ -57,7 +58,6 @@ PINNED_VERSION = "0.169.0"  # what `.ci/run` installs and the tests drive
 DEFAULT_MODEL = "codex-default"  # shown when the CLI picks its own default model
 SKILLS_DIR = ".agents/skills"
 _SANDBOX_CHECK_S = 60.0
-_VERSION_CHECK_S = 30.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,18 +70,6 @@ def find_cli(cfg: Config) -> str | None:
         path = cfg.resolve_path(configured)
         return str(path) if path.is_file() and os.access(path, os.X_OK) else None
     return shutil.which("codex")
-
-
-def cli_version(cli: str) -> tuple[str | None, str]:
-    """(`codex --version` output, why not when it does not run), e.g. node missing for the npm CLI."""
-    try:
-        proc = subprocess.run([cli, "--version"], capture_output=True, text=True, timeout=_VERSION_CHECK_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-    if proc.returncode != 0:
-        detail = " ".join((proc.stderr or proc.stdout).split())[:300]
-        return None, f"exit code {proc.returncode}: {detail}"
-    return proc.stdout.strip(), ""
 
 
 def availability(cfg: Config) -> tuple[bool, str]:
@@ -293,6 +281,11 @@ class CodexChat(CliChat):
 
 def new_run_state() -> None:
     """No per-run state: each session starts its own CLI process."""
+
+
+def identity(cfg: Config, role: Role) -> dict[str, Any]:
+    """The CLI a role's sessions run, by its version (see `backends.identity`)."""
+    return cli_identity(find_cli(cfg))
 
 
 def create_chat(cfg: Config, role: Role, state: None = None) -> CodexChat:

@@ -33,6 +33,7 @@ from skillgrad.backends.local_models import (
     check_fits_memory,
     check_gguf,
     hub_parts,
+    model_identity,
     resolve_model_value,
 )
 from skillgrad.backends.structured import complete_structured
@@ -383,6 +384,12 @@ def availability(cfg: Config) -> tuple[bool, str]:
         except UserError as exc:
             return False, str(exc)
     return True, ""
+
+
+def identity(cfg: Config, role: Role) -> dict[str, Any]:
+    """The model a role loads (`local_models.model_identity`): two `model.gguf` never share an answer."""
+    value, key = _role_value(cfg, role)
+    return {**model_identity(cfg, value, key), "ctx": cfg.model.local_ctx, "threads": cfg.model.local_threads}
 
 
 def new_run_state() -> LocalFactory:

@@ -23,8 +23,9 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from skillgrad.backends.identity import file_identity
 from skillgrad.errors import UserError
 
 if TYPE_CHECKING:
@@ -201,6 +202,23 @@ def resolve_model_value(
     if hub is not None:
         return check_gguf(_hub_download(hub[0], hub[1], f"{key} {value!r}", cache_dir), value, key=key)
     return check_gguf(cfg.resolve_path(value), value, key=key)
+
+
+def model_identity(cfg: Config, value: str | None, key: str) -> dict[str, Any]:
+    """The file a model value names, for the call cache's key (`backends.identity`), read without
+    the network: a path or the packaged default by its file; a hub id by the hub cache's copy."""
+    try:
+        hub = hub_parts(value, key=key) if value else None
+    except UserError:
+        return {"model_value": value}
+    if hub is None:
+        return file_identity(cfg.resolve_path(value) if value else default_model_path(DEFAULT_CACHE_DIR))
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return {"hub": value}
+    found = try_to_load_from_cache(*hub, cache_dir=str(DEFAULT_CACHE_DIR.expanduser() / "hub"))
+    return {"hub": value, **(file_identity(Path(found)) if isinstance(found, str) else {})}
 
 
 def resolve_local_model(cfg: Config, cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:

@@ -18,7 +18,16 @@ from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.values import Role
 
-__all__ = ["BACKENDS", "BackendSpec", "Backends", "availability", "load_backend", "make_agent", "make_chat"]
+__all__ = [
+    "BACKENDS",
+    "BackendSpec",
+    "Backends",
+    "availability",
+    "identity",
+    "load_backend",
+    "make_agent",
+    "make_chat",
+]
 
 _MEMBERS = ("availability", "new_run_state", "create_chat", "create_agent")
 
@@ -88,6 +97,14 @@ class Backends:
             return ChatAgent(self.chat("target"), effort=self.cfg.model.effort_for("target"))
         module = cast(HarnessBackend, _usable_module(self.cfg, name, "target"))  # load_backend checked it
         return module.create_agent(self.cfg, self._state(name, module))
+
+
+def identity(cfg: Config, role: Role) -> dict[str, Any]:
+    """What identifies the model that answers a role beyond its name (a model file, a CLI's
+    version), from the backend module's optional `identity(cfg, role)`; {} where it has none."""
+    module = load_backend(spec_for(cfg.model.backend_for(role)))
+    describe = getattr(module, "identity", None)
+    return dict(describe(cfg, role)) if callable(describe) else {}
 
 
 def make_chat(cfg: Config, role: Role) -> ChatModel:

@@ -1,9 +1,15 @@
 """Content-addressed call cache on disk, and the two role wrappers that use it.
 
-Key: sha256 of the canonical JSON of the request (sorted keys, no whitespace, UTF-8):
-- chat:  backend, model, messages, schema, effort, sampling params, salt;
-- agent: backend, model, agent settings, skill text, task content (id, question, context, answers,
-  meta), a digest of the workspace as prepared before the run, salt;
+Key: sha256 of the canonical JSON of the request (sorted keys, no whitespace, UTF-8) and
+`CACHE_VERSION`:
+- chat:  backend, model, messages, schema, effort, the settings of `keys.chat_settings` (the
+  model's identity: a local file by path, size and mtime with its context size and threads, a
+  harness CLI by its version; temperature, output tokens, base URL; a digest of the templates the
+  backend adds), salt;
+- agent: backend, model, the settings of `keys.rollout_settings` (those of a chat call, the agent
+  settings of its spec's `cache_keys`, a digest of the templates rendered around the skill and the
+  task), skill text, task content (id, question, context, answers, meta), a digest of the
+  workspace as prepared before the run, salt;
 - investigate (an analyst reading a reflection workspace): the chat key of its request, a digest of
   the folder's files (paths and contents) and its turn bound; its tool calls are stored with the
   reply, so a replay shows what it opened.

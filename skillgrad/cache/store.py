@@ -19,7 +19,10 @@ from pydantic import BaseModel
 from skillgrad.atomic import write_text_atomic
 from skillgrad.values import Usage
 
-CACHE_VERSION = 1
+# The spelling of a key and an entry. Raised whenever what a key holds changes, so no entry written
+# under the old meaning is ever read: 2 = the model's identity, the templates and every setting of
+# `skillgrad.cache.keys` (1 keyed a local model by its file name and no template).
+CACHE_VERSION = 2
 ZERO_USAGE = Usage(0, 0, 0, 0.0)
 
 

@@ -7,7 +7,16 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from skillgrad.backend_specs import BACKENDS, DEFAULT_BACKEND, backend_names, spec_for
@@ -31,6 +40,7 @@ MAX_TOKENS = 1_000_000  # output tokens of one reply
 MAX_TURNS = 10_000  # tool calls of one harness session
 MAX_PARALLEL = 1024  # calls in flight, threads, workers, CPUs
 Schedule = Literal["constant", "linear", "cosine"]
+DEFAULT_MIN_LEARNING_RATE = 2
 
 
 class _Section(BaseModel):
@@ -194,7 +204,8 @@ class ModelConfig(_Section):
     local_threads: int = Field(1, ge=1, le=MAX_PARALLEL)
     """Generation threads of the local model (1 holds its speed on a busy 2-core machine)."""
     local_ctx: int = Field(4096, ge=512, le=1_048_576)
-    """Context size of the local model."""
+    """Context size of the local model (part of every call-cache key of the local backend, with
+    the model file's path, size and mtime)."""
 
     def backend_for(self, role: str) -> BackendName:
         value = self.optimizer_backend if role == "optimizer" else self.target_backend
@@ -251,7 +262,10 @@ class TrainConfig(_Section):
     """Epochs, batches, and where the work runs."""
 
     epochs: int = Field(2, ge=1)
-    """Passes over the train split (no upper bound: the steps are planned as they run)."""
+    """Passes over the train split (no upper bound: the steps are planned as they run); a later
+    epoch reshuffles the batches, keeps the rejected edits while the skill is unchanged and, with a
+    target that samples, runs the tasks afresh; a run whose remaining steps would only replay
+    earlier ones stops (`no_new_evidence`)."""
     batch_size: int = Field(8, ge=1)
     """Train tasks per step."""
     minibatch_size: int = Field(4, ge=1)
@@ -299,8 +313,9 @@ class OptimizerConfig(_Section):
 
     learning_rate: int = Field(4, ge=1)
     """Max edits applied per step (at the start of the schedule)."""
-    min_learning_rate: int = Field(2, ge=1)
-    """The schedule's floor."""
+    min_learning_rate: int = Field(DEFAULT_MIN_LEARNING_RATE, ge=1)
+    """The schedule's floor, at most `learning_rate` (a larger value is a config error; left unset
+    with `learning_rate: 1` it is 1)."""
     lr_schedule: Schedule = "cosine"
     """How the learning rate goes from `learning_rate` to `min_learning_rate` over the run."""
     gate: Literal["strict", "paired"] = "strict"
@@ -339,8 +354,8 @@ class OptimizerConfig(_Section):
     instead: off in `configs/quickstart.yaml` (measured in the results)."""
     reask_dropped: bool = True
     """When selection drops every edit a step's analysts proposed (identical replacements, rules
-    the skill already states, copies of the prompt or of a task, edits rejected earlier this
-    epoch), ask each of them once more with the skill shown as empty, so it writes the rules the
+    the skill already states, copies of the prompt or of a task, edits rejected
+    earlier), ask each of them once more with the skill shown as empty, so it writes the rules the
     failures need from scratch (single-file skills; `reflections/mb_NN_reask.json`, `reasked` in
     `merged_patch.json`; one more optimizer call each)."""
     max_skill_chars: int = Field(8000, ge=200)
@@ -394,6 +409,29 @@ class OptimizerConfig(_Section):
     """What the run trains: `body` (on tasks), `description` (when the skill is loaded, on
     triggers) or `both` in alternating steps; needs `optimizer.search: greedy`."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _floor_follows_a_low_rate(cls, data: Any) -> Any:
+        """`learning_rate: 1` alone means at most one edit a step: the default floor follows it."""
+        if isinstance(data, dict) and "min_learning_rate" not in data:
+            rate = data.get("learning_rate")
+            if isinstance(rate, int) and 1 <= rate < DEFAULT_MIN_LEARNING_RATE:
+                return {**data, "min_learning_rate": rate}
+        return data
+
+    @field_validator("min_learning_rate")
+    @classmethod
+    def _floor_below_rate(cls, value: int, info: ValidationInfo) -> int:
+        rate = info.data.get("learning_rate")
+        if isinstance(rate, int) and value > rate:
+            raise PydanticCustomError(
+                "learning_rate_floor",
+                "must be at most optimizer.learning_rate ({rate}), the most edits a step applies; "
+                "lower it or raise learning_rate",
+                {"rate": rate},
+            )
+        return value
+
 
 class BudgetConfig(_Section):
     """Caps across both roles, on paid usage: the run stops at a safe point with `stopped: budget`."""
@@ -407,15 +445,17 @@ class BudgetConfig(_Section):
 
 
 class CacheConfig(_Section):
-    """The content-addressed call cache: a resumed or repeated run pays nothing twice."""
+    """The content-addressed call cache, keyed on what is sent: a resumed or repeated run's
+    finished calls are answered from disk."""
 
     enabled: bool = True
     """Answer identical calls from disk, within and across runs (`--no-cache` turns it off for one
-    run)."""
+    run, kept in its config.json); a `--resume` keeps the run's setting."""
     dir: str | None = None
-    """The cache folder; null: `~/.cache/skillgrad/calls`."""
+    """The cache folder; null: `~/.cache/skillgrad/calls`; a `--resume` may move it (its misses
+    are paid again)."""
     salt: str = ""
-    """Change it to deliberately resample every call."""
+    """Change it to deliberately resample every call; a `--resume` keeps the run's salt."""
 
 
 class TrackingConfig(_Section):

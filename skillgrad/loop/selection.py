@@ -26,12 +26,17 @@ def constant(step: int, total_steps: int, high: int, low: int) -> int:
     return high
 
 
+# In linear and cosine the floor `low` never lifts a step above `high` (the config refuses
+# min_learning_rate > learning_rate; a value assigned later is clamped here).
+
+
 def linear(step: int, total_steps: int, high: int, low: int) -> int:
+    low = min(low, high)
     return max(low, round(high - (high - low) * _progress(step, total_steps)))
 
 
 def cosine(step: int, total_steps: int, high: int, low: int) -> int:
-    t = _progress(step, total_steps)
+    low, t = min(low, high), _progress(step, total_steps)
     return max(low, round(low + (high - low) * (1 + math.cos(math.pi * t)) / 2))
 
 
@@ -57,7 +62,7 @@ def clip(edits: list[MergedEdit], learning_rate: int) -> tuple[list[MergedEdit],
 
 # Why a merged edit was not selected; the keys of `Selection.counts()` and merged_patch.json.
 COPIED = "copied from the prompt"
-REJECTED = "rejected earlier this epoch"
+REJECTED = "rejected earlier"  # this epoch, or against this very skill before (search/greedy.py)
 INAPPLICABLE = "cannot apply to the current skill"
 CLIPPED = "over the learning rate"
 DROP_REASONS = (COPIED, REJECTED, INAPPLICABLE, CLIPPED)
@@ -104,7 +109,7 @@ def select_valid(
     copies_task: Callable[[Edit], Copy | None] = lambda _edit: None,
 ) -> Selection:
     """Selection after validity: walk the ranked edits, drop those copied from the prompt or
-    from a task's text, those rejected earlier this epoch and those that do not apply to the
+    from a task's text, those rejected earlier and those that do not apply to the
     skill as it stands after the edits already selected (a package is held to `budget`); only
     what applies counts against the learning rate."""
     rejected_keys = {rule_key(e) for e in rejected}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from skillgrad.backends.base import Agent, ChatModel, ResamplingAgent
 from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark
+from skillgrad.cache.keys import resamples
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError, TrainingFailed
 from skillgrad.loop.accounting import Accounting, MeteredChatModel
@@ -38,12 +39,15 @@ class Roles:
     trigger_agent: Agent | None = None
 
 
-def resampled(agent: Agent, repeat: int) -> Agent:
-    """The agent for the repeat-th run of a task: a distinct call, also for the call cache
-    (repeat 0 is the plain call, so one repeat keys exactly as before)."""
-    if repeat and isinstance(agent, ResamplingAgent):
-        return agent.with_salt(f"{agent.salt}\x00repeat={repeat}")
-    return agent
+def resampled(agent: Agent, repeat: int, epoch: int = 1) -> Agent:
+    """The agent for the repeat-th run of a task (in train epoch `epoch`): a distinct call, also
+    for the call cache (repeat 0 of epoch 1 is the plain call, so one repeat keys as before)."""
+    if not isinstance(agent, ResamplingAgent) or (not repeat and epoch <= 1):
+        return agent
+    salt = (
+        agent.salt + (f"\x00repeat={repeat}" if repeat else "") + (f"\x00epoch={epoch}" if epoch > 1 else "")
+    )
+    return agent.with_salt(salt)
 
 
 class RolloutRunner:
@@ -87,22 +91,26 @@ class RolloutRunner:
         step: int,
         repeats: list[int] | None = None,
         fresh: bool = False,
+        epoch: int = 1,
     ) -> list[Rollout]:
         """Run `tasks` with `skill`; the i-th writes under `prefix` (or `prefix(i)`) and is the
         `repeats[i]`-th run of its task. `fresh` clears a folder a discarded run wrote first.
+        `epoch`: the train epoch of these rollouts; from the second on, a target that samples
+        (`cache.keys.resamples`) is asked afresh, so a later epoch is new evidence, not a replay.
 
         A task whose agent failed (crash, timeout, outage: `is_error`) runs again, as the same call
         (a failure is never cached), up to `train.rollout_retries` more times, after the others:
         an outage has time to pass. Each attempt is reserved and paid like any call; only the last
         is written and reported. Still failed, it is returned as it is (validation counts it as
         missing, loop/validate.py)."""
+        epoch = epoch if resamples(self.cfg) else 1
         folder_of = prefix if callable(prefix) else (lambda _index, p=prefix: p)
         if fresh and not callable(prefix):
             shutil.rmtree(self.run.path(str(prefix)), ignore_errors=True)
         self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks))
         for folder in dict.fromkeys(folder_of(i) for i in range(len(tasks))):
             self.run.write_task_index(folder, [t for i, t in enumerate(tasks) if folder_of(i) == folder])
-        batch = _Batch(tasks, skill, folder_of, stage, step, repeats or [0] * len(tasks))
+        batch = _Batch(tasks, skill, folder_of, stage, step, repeats or [0] * len(tasks), epoch)
         retries = self.cfg.train.rollout_retries
         results = self._attempt(batch, list(range(len(tasks))), last=retries == 0)
         for retry in range(1, retries + 1):
@@ -152,7 +160,7 @@ class RolloutRunner:
             )
 
         return run_rollouts(
-            lambda j: resampled(self.roles.agent, batch.repeats[indices[j]]),
+            lambda j: resampled(self.roles.agent, batch.repeats[indices[j]], batch.epoch),
             self.benchmark,
             [batch.tasks[i] for i in indices],
             batch.skill,
@@ -177,4 +185,5 @@ class _Batch:
     stage: str
     step: int
     repeats: list[int]  # which run of its task each is (0: the plain call)
+    epoch: int  # the train epoch whose salt the calls carry (1: the plain call)
     done: int = 0  # tasks finished for good (written and reported)

@@ -42,6 +42,9 @@ class TrainState:
     accepted: NonNegativeInt = 0
     rejected: NonNegativeInt = 0
     rejected_epoch: NonNegativeInt = 0  # epoch the rejected buffer belongs to
+    # the current version when that epoch began: the buffer carries into the next epoch while it
+    # is still the current one (its edits were all rejected against this very skill)
+    rejected_version: NonNegativeInt = 0
     rejected_edits: list[Edit] = field(default_factory=list)
     # skill content hash -> its per-item val results (racing may leave a rejected one partial);
     # scores only: a run whose agent failed is in val_missing, never here
@@ -51,6 +54,9 @@ class TrainState:
     val_missing: dict[str, dict[str, list[NonNegativeInt]]] = field(default_factory=dict)
     # skill content hash -> train task ids that passed with it (for the `no_failures` stop)
     train_passed: dict[str, list[str]] = field(default_factory=dict)
+    # skill content hash -> what each step reflected with it saw (`stopping.step_inputs`), for the
+    # `no_new_evidence` stop
+    reflected: dict[str, list[str]] = field(default_factory=dict)
     rounds: NonNegativeInt = 0  # sequential rounds of calls so far (observed), kept across a resume
     task_text_copies: NonNegativeInt = 0  # edits dropped because they copy a task's text
     pool: Pool | None = None  # the frontier search's candidates (optimizer.search: frontier)

@@ -35,6 +35,7 @@ from skillgrad.loop.search.base import SearchContext
 from skillgrad.loop.selection import Selection
 from skillgrad.loop.stages import Roles, RolloutRunner, TrainingFailed
 from skillgrad.loop.state import TrainState
+from skillgrad.loop.stopping import note_reflected
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.validate import Race, Validation, validate
 from skillgrad.loop.valruns import ValRuns
@@ -95,23 +96,25 @@ class Trainer:
         self.earlier_wall_s, self.earlier_sessions = 0.0, 0
 
     # -- train rollouts -------------------------------------------------------------------------
-    def _train_rollouts(self, step: int, batch: list[Task], skill: str) -> list[Rollout]:
+    def _train_rollouts(self, step: int, epoch: int, batch: list[Task], skill: str) -> list[Rollout]:
         prefix = self.run.rollouts_dir(step, "train")
-        return self.runner.rollouts(batch, skill, prefix, "rollout", step, fresh=True)
+        return self.runner.rollouts(batch, skill, prefix, "rollout", step, fresh=True, epoch=epoch)
 
     def _prefetch(self, plan: Sequence[PlanStep], skill: str) -> None:
         if self.ahead is not None:
-            for step, _, batch in plan:
-                self.ahead.start(step, skill, functools.partial(self._train_rollouts, step, batch, skill))
+            for step, epoch, batch in plan:
+                rollouts = functools.partial(self._train_rollouts, step, epoch, batch, skill)
+                self.ahead.start(step, skill, rollouts)
 
-    def train_batch(self, state: TrainState, step: int, batch: list[Task]) -> list[Rollout]:
+    def train_batch(self, state: TrainState, step: int, epoch: int, batch: list[Task]) -> list[Rollout]:
         rollouts, discarded = self.ahead.take(step, state.current_text) if self.ahead else (None, False)
         if discarded:
             self.events.emit("message", text=f"step {step}: redoing rollouts made with the rejected skill")
         if rollouts is None:
-            rollouts = self._train_rollouts(step, batch, state.current_text)
+            rollouts = self._train_rollouts(step, epoch, batch, state.current_text)
         passed = state.train_passed.setdefault(SkillDoc(state.current_text).content_hash, [])
         passed.extend(r.task.id for r in rollouts if r.score.passed and r.task.id not in passed)
+        note_reflected(state, batch)
         return rollouts
 
     # -- one step -------------------------------------------------------------------------------
@@ -123,7 +126,7 @@ class Trainer:
         lr = self.schedule(
             step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
         )
-        train = self.train_batch(state, step, batch) if merged is None else []
+        train = self.train_batch(state, step, epoch, batch) if merged is None else []
         chosen, max_chars = (
             (Selection(), 0)
             if merged

@@ -23,6 +23,7 @@ from skillgrad.benchmarks.base import Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
+from skillgrad.cache.keys import chat_settings, rollout_settings
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.evidence.mode import reads_workspace
@@ -107,13 +108,9 @@ def proposal_samplers(cfg: Config, backends: Backends, chat: CachedChatModel) ->
     extra = cfg.optimizer.proposals_per_minibatch - 1
     if extra < 1:
         return []
-    m, hot = cfg.model, cfg.optimizer.proposal_temperature
+    hot = cfg.optimizer.proposal_temperature
     inner = backends.chat("optimizer", temperature=hot)
-    sampling = {
-        "temperature": hot,
-        "max_output_tokens": m.max_output_tokens_for("optimizer"),
-        "base_url": m.base_url_for("optimizer"),
-    }
+    sampling = chat_settings(cfg, "optimizer", temperature=hot)
     salts = [f"{cfg.cache.salt}|proposal {k}" for k in range(1, extra + 1)]
     return [
         CachedChatModel(inner, chat.cache, salt=s, sampling=sampling, stats=chat.stats, on_paid=chat.on_paid)
@@ -160,42 +157,30 @@ def build_roles(
     executor: Executor | None = None,
     activation: Callable[[Agent], tuple[Agent, dict[str, Any]]] | None = None,
 ) -> Roles:
-    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key. Each
+    """Both roles, wrapped in the call cache; everything that shapes a reply is in its key
+    (`skillgrad.cache.keys`). Each
     paid call goes to `journal` as it returns (usage across crashes, see skillgrad.budget). A
     judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way. The
     target runs where `executor` puts it; the cache around it stays in the driver. `activation`
     makes the same target into the one that measures when the skill is loaded (with what else
     shapes its runs): `Roles.trigger_agent` (skillgrad.activation)."""
-    m = cfg.model
     backends = Backends(cfg)
-    target = spec_for(m.backend_for("target"))
-    sampling: dict[str, Any] = {"temperature": m.temperature}
+    target = spec_for(cfg.model.backend_for("target"))
     chat, samplers = None, []
     if optimizer or judge:
         chat = CachedChatModel(
             backends.chat("optimizer"),
             cache,
             salt=cfg.cache.salt,
-            sampling={
-                **sampling,
-                "max_output_tokens": m.max_output_tokens_for("optimizer"),
-                "base_url": m.base_url_for("optimizer"),
-            },
+            sampling=chat_settings(cfg),
             on_paid=(lambda stage, usage: journal.add("optimizer", stage, usage)) if journal else None,
         )
         samplers = proposal_samplers(cfg, backends, chat)
         if optimizer:
             reads_workspace(cfg, chat)  # optimizer.reflection refused now, before any folder exists
-    settings: dict[str, Any] = {
-        **sampling,
-        "max_output_tokens": m.max_output_tokens_for("target"),
-        "base_url": m.base_url_for("target"),
-        "effort": m.effort_for("target"),
-        **target.cache_settings(cfg),
-    }
-
     cached = functools.partial(cached_target, cfg, cache, redactor, journal)
-    raw = backends.agent()
+    raw = backends.agent()  # built first: a local model file is in place before it is keyed
+    settings = rollout_settings(cfg)
     agent = cached((executor or ThreadExecutor()).agent(raw), settings)
     trigger_agent = None
     if activation is not None:  # in the driver: an executor's workers build the plain target

@@ -151,7 +151,11 @@ def train(
     notify: Notify = print,
 ) -> tuple[dict[str, Any], Path]:
     """Train (or continue the run in `out`); the summary and the run folder. `skill` (the initial
-    skill's text) and `benchmark` replace the config's `skill.init` and `benchmark.name`."""
+    skill's text) and `benchmark` replace the config's `skill.init` and `benchmark.name`.
+    `use_cache=False` (`--no-cache`) is the run's `cache.enabled: false`, kept in its config.json."""
+    if not use_cache and cfg.cache.enabled:
+        cfg = cfg.model_copy(deep=True)
+        cfg.cache.enabled = False
     if resume:
         if out is None:
             raise UserError("resume needs the run folder to continue: pass out= (--resume OUT)")

@@ -1,7 +1,9 @@
 """Continue a run folder: the same config, the last completed step, the ledger so far.
 
-What makes a resume pay nothing twice is the call cache (every finished model call and rollout is
-on disk); this module restores the trainer's position and refuses to mix two different runs.
+A resume redoes only the unfinished step; what it asks again is answered by the call cache when
+the request is one the run already paid for (the cache's salt and switch are frozen with the rest
+of the config, so the same requests are the same calls). This module restores the trainer's
+position and refuses to mix two different runs.
 
 Everything a resume reads is checked before anything in the folder changes (`check_resumable`):
 config.json, state.json and its ledger, history.jsonl, the paid journal, every rollout set's
@@ -28,12 +30,16 @@ from skillgrad.loop.state import StateError, TrainState
 from skillgrad.run_folder import RunDir, RunFiles, read_task_index, version_name
 
 REDACTED_SECRET = "**********"  # how pydantic writes a SecretStr into config.json
-# Sections a resume may change: spending caps, experiment tracking, the cache location, and where
-# rollouts run (results do not depend on the executor).
-MUTABLE_SECTIONS = ("budget", "tracking", "cache", "ray")
-MUTABLE_KEYS = ("train.executor",)
+# What a resume may change: spending caps, experiment tracking, where rollouts run (results do not
+# depend on the executor) and where the call cache lives (a moved cache pays its misses again but
+# asks the same requests). Everything else changes results and is frozen: cache.salt (a new salt
+# resamples every call) and cache.enabled (`--no-cache` too: a resume without the cache repays).
+MUTABLE_SECTIONS = ("budget", "tracking", "ray")
+MUTABLE_KEYS = ("train.executor", "cache.dir")
+_HINTS = {"cache.enabled": " (--no-cache turns it off)"}
 # How a run may end and still have work left: a budget stop continues with a raised budget, an
-# error once its cause is fixed. Any other stop (completed, no_headroom, no_failures) is final.
+# error once its cause is fixed. Any other stop (completed, no_headroom, no_failures,
+# no_new_evidence) is final.
 UNFINISHED_STOPS = ("budget", "error")
 _LOG_LINE = re.compile(r"^\S+ \S+\s+([\d.]+)s (\S+)")  # see progress.LogFileObserver
 
@@ -84,10 +90,12 @@ def check_same_config(out: Path, cfg: Config) -> None:
         and key not in MUTABLE_KEYS
     )
     if changed:
-        shown = ", ".join(f"{k} ({stored.get(k)!r} -> {current.get(k)!r})" for k in changed[:3])
+        shown = ", ".join(
+            f"{k} ({stored.get(k)!r} -> {current.get(k)!r}){_HINTS.get(k, '')}" for k in changed[:3]
+        )
         raise UserError(
-            f"{out}: cannot resume with a different config: {shown}; resume without --config/--set, "
-            f"or start a new run with another --out"
+            f"{out}: cannot resume with a different config: {shown}; resume without --config/--set "
+            f"(and with --no-cache only if the run had it), or start a new run with another --out"
         )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skillgrad.cache.keys import replays
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.gate import Gate, ValResults, mean_of
 from skillgrad.loop.search.base import Proposal, Remaining, SearchContext
@@ -146,6 +147,8 @@ class FrontierSearch:
         if not any(self.ctx.gate.can_pass({}, m.results) for m in members):
             return "no_headroom", "no frontier member can be improved on val: no child could pass the gate"
         if self.ctx.cfg.optimizer.merge_every and merge_pair(pool) is not None:
+            return None
+        if not replays(self.ctx.cfg):  # a later epoch's runs are new samples: a pass may not recur
             return None
         tasks = remaining_tasks(remaining)
         for member in members:

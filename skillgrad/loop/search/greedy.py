@@ -1,10 +1,13 @@
 """The greedy search: one incumbent, replaced by a candidate that passes the configured gate;
-edits of rejected candidates are refused for the rest of the epoch."""
+edits of rejected candidates are refused for the rest of the epoch, and in the epochs after it
+for as long as no candidate is accepted (they were all rejected against the incumbent, so a
+later epoch shows them to the analyst instead of proposing them again)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from skillgrad.cache.keys import replays
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.gate import Gate, ValResults
 from skillgrad.loop.search.base import Proposal, Remaining, SearchContext
@@ -22,7 +25,9 @@ class GreedySearch:
 
     def begin(self, state: TrainState, step: int, epoch: int) -> None:
         if state.rejected_epoch != epoch:
-            state.rejected_edits, state.rejected_epoch = [], epoch
+            if state.version != state.rejected_version:  # rejected against an earlier incumbent
+                state.rejected_edits = []
+            state.rejected_epoch, state.rejected_version = epoch, state.version
 
     def merge(self, state: TrainState, step: int) -> Proposal | None:
         return None
@@ -45,7 +50,7 @@ class GreedySearch:
     def stop_reason(
         self, state: TrainState, incumbent: ValResults, remaining: Remaining, ahead: Ahead | None
     ) -> tuple[str, str] | None:
-        return stop_reason(self.ctx.gate, state, incumbent, remaining, ahead)
+        return stop_reason(self.ctx.gate, state, incumbent, remaining, ahead, replays(self.ctx.cfg))
 
     def tested(self, state: TrainState) -> list[int]:
         return []

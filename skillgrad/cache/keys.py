@@ -133,6 +133,7 @@ UNKEYED: dict[str, str] = {
     "train.seed": DECISION,
     "train.overlap": DECISION,
     "train.executor": WHERE,
+    "train.rollout_retries": BOUND,
     "ray.*": WHERE,
     "optimizer.learning_rate": MESSAGES,
     "optimizer.min_learning_rate": MESSAGES,

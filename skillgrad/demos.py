@@ -82,8 +82,10 @@ def task_as_seen(task: Task) -> str:
 
 
 def _neutral(text: str) -> str:
-    """`text` that cannot end a section or start an entry (an HTML comment opener broken up)."""
-    return text.replace("<!--", "< !--").replace("-->", "-- >").strip()
+    """`text` that cannot end a section or start an entry (an HTML comment's ends broken up),
+    without the blank-line runs that the skill's own tidying would collapse."""
+    text = re.sub(r"\n{3,}", "\n\n", text.replace("<!--", "< !--").replace("-->", "-- >"))
+    return text.strip()
 
 
 def _neutral_question(text: str) -> str:
@@ -125,6 +127,12 @@ def parse_entries(text: str) -> list[Demo]:
         if demo is not None:
             demos.append(demo)
     return demos
+
+
+def entry_task(content: str) -> str:
+    """The task an example edit's content names: its entry's task once written, else its id."""
+    written = parse_entries(content)
+    return written[0].task_id if written else content.strip()
 
 
 def _entry(marker_json: str, body: str) -> Demo | None:

@@ -163,7 +163,7 @@ def test_the_issues_date_step_leads_to_a_rule_on_form() -> None:
         "- 6 are an option label followed by more text, like '(" in summary
         and "all failed; tasks 1, 2, 3" in summary
     )
-    assert "2 failed answers hold the expected answer with other text" in summary
+    assert "Failed answers that hold the expected answer with other text around it: 2." in summary
 
 
 @needs_data

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, SecretStr, fi
 from pydantic_core import PydanticCustomError
 
 from skillgrad.backend_specs import BACKENDS, DEFAULT_BACKEND, backend_names, spec_for
+from skillgrad.demos import DEFAULT_EXAMPLE_CHARS
 from skillgrad.values import Effort
 
 
@@ -78,6 +79,11 @@ class SkillConfig(_Section):
     # The description's limit in characters (Agent Skills: at most 1024), in the analyst's reply
     # schema; an initial description longer than this is refused.
     description_chars: int = Field(1024, ge=40, le=1024)
+    # Worked examples of train tasks the skill may hold (its examples section; a package's
+    # examples.md), each written by skillgrad from a task the analyst names (skillgrad/demos.py);
+    # 0: none. 3: the rule + 3 examples that lifted the 1.5B on bbh date_understanding (issue 36).
+    max_examples: int = Field(3, ge=0, le=16)
+    example_chars: int = Field(DEFAULT_EXAMPLE_CHARS, ge=300, le=20000)  # one: the task as seen + its reply
 
 
 class ModelConfig(_Section):
@@ -235,6 +241,14 @@ class OptimizerConfig(_Section):
     # rule housestyle's feedback states (docs/benchmarks.md, issue 26)
     error_census: bool = False
     contrasts: int = Field(0, ge=0, le=8)
+    # the analyst reads how the step's answers differ from the form every expected answer shares
+    # (an option label, a bare number, a yes/no word, a date format: loop/shapes.py); shown only
+    # when they share one, so a step of mixed answers (housestyle) reads the prompt as before
+    form_summary: bool = True
+    # when that form is what fails the step's answers, skillgrad proposes the rule it implies and
+    # worked examples of the step's tasks beside the analysts' edits (loop/formfix.py): examples |
+    # rule | none
+    form_fix: Literal["examples", "rule", "none"] = "examples"
     # strict gate: the smallest gain kept, in outcomes' worth (one val item 0 -> 1); it changes
     # nothing for 0/1 scores and rejects a one-item wiggle of F1; 0: any gain
     gate_min_gain: float = Field(1.0, ge=0.0)

@@ -44,7 +44,9 @@ _OPTION = re.compile(r"^\([A-Z]\)$")
 _LETTER = re.compile(r"^[A-Z]$")
 _OPTION_START = re.compile(r"^\(?[A-Z]\)\s*\S")
 _NUMBER = re.compile(r"^[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
-_HAS_DIGIT = re.compile(r"\d")
+# a number as its own word, with a unit, a currency or a word beside it: "8 instruments", "USD 61.10",
+# "$18", "50%"; not a name with digits in it ("Mara12", "ORD-62566": a span of its own form)
+_NUMBER_WITH = re.compile(r"^(?:\S+ )?[-+]?[$€£]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?(?: \S+)?$")
 _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
     "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
@@ -94,7 +96,7 @@ def answer_shape(text: str) -> str:
     if _NUMBER.match(stripped):
         return NUMBER
     words = stripped.split()
-    if _HAS_DIGIT.search(stripped) and len(words) <= 3:
+    if _NUMBER_WITH.match(stripped):
         return NUMBER_PLUS
     return SHORT if len(words) <= 3 else LONG
 

@@ -70,9 +70,8 @@ class Trainer:
         self.schedule = strategies.schedule
         self.metric, self.test_repeats = strategies.metric, strategies.test_repeats
         self.interleaved = interleaved
-        self.candidates = Candidates(
-            cfg, run, events, strategies.merger, strategies.ranker, lambda: self.benchmark_split("train")
-        )
+        self.benchmark_split = Splits(benchmark)
+        self.candidates = Candidates(cfg, run, events, strategies, self.benchmark_split, initial_skill)
         self.accounting = Accounting(ledger)
         tools = (run, events, self.accounting, roles.optimizer, self.candidates.checks, strategies.metric)
         self.search = strategies.search(SearchContext(cfg, strategies.gate, *tools))  # each step's parent
@@ -88,7 +87,6 @@ class Trainer:
             caps=self.runner.caps,
         )
         self.ahead: Ahead | None = None  # set while `train` runs with overlap
-        self.benchmark_split = Splits(benchmark)
         self._rounds_before = 0  # observed rounds of earlier sessions of a resumed run
         # wall seconds and number of the earlier processes of a resumed run (resume.earlier_sessions)
         self.earlier_wall_s, self.earlier_sessions = 0.0, 0

@@ -154,9 +154,7 @@ def candidates(tmp_path: Path, *sets: str) -> Candidates:
 
 
 def test_the_copy_guards_exempt_the_examples_and_nothing_outside_them(tmp_path: Path) -> None:
-    quoted = Task(
-        "date-4", "Which river runs past Quokkaburg Harbour Station?", None, ("Wallaby Creek",)
-    )
+    quoted = Task("date-4", "Which river runs past Quokkaburg Harbour Station?", None, ("Wallaby Creek",))
     SPLITS["train"] = [*TRAIN, quoted]
     try:
         skill = with_demos(SKILL, [demo_from_task(quoted)])  # the skill shows the task whole

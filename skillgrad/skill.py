@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from skillgrad import demos
-from skillgrad.demos import EXAMPLE_OPS
 
 PROTECT_OPEN = "<!-- protected -->"
 PROTECT_CLOSE = "<!-- /protected -->"
 _MARKERS = re.compile(f"{re.escape(PROTECT_OPEN)}|{re.escape(PROTECT_CLOSE)}")
 
 EditOp = Literal["add", "delete", "replace", "create", "add_example", "replace_example", "remove_example"]
-EDIT_OPS: tuple[EditOp, ...] = ("add", "delete", "replace", "create", *EXAMPLE_OPS)
+EDIT_OPS: tuple[EditOp, ...] = ("add", "delete", "replace", "create", *demos.EXAMPLE_OPS)
 _SECTION_MARKERS = (demos.EXAMPLES_OPEN, demos.EXAMPLES_CLOSE, "<!-- example ")
 MAIN_FILE = "SKILL.md"  # the file an edit changes unless it names another (skill packages)
 END_ANCHOR = "end"  # the `add` anchor that appends at the end of the skill ("" means the same)
@@ -53,7 +52,7 @@ class Edit:
         """Identity for de-duplication: whitespace and case do not make edits different, nor
         does where an add puts its rule."""
         target = "" if self.op == "add" else normalize_text(self.target)
-        if self.op in EXAMPLE_OPS:  # an example's task id, never one of the skill's lines
+        if self.op in demos.EXAMPLE_OPS:  # an example's task id, never one of the skill's lines
             target = f"example\x00{self.target}"
         if self.file != MAIN_FILE:
             target = f"{self.file}\x00{target}"
@@ -188,7 +187,7 @@ class SkillDoc:
 
         if PROTECT_OPEN in edit.content or PROTECT_CLOSE in edit.content:
             return skip("content contains protected-region markers")
-        if edit.op in EXAMPLE_OPS and edit.file == MAIN_FILE:
+        if edit.op in demos.EXAMPLE_OPS and edit.file == MAIN_FILE:
             return self._apply_example(edit, max_chars)
         if any(marker in edit.content for marker in _SECTION_MARKERS):
             return skip("content contains examples-section markers: examples are added by task id")

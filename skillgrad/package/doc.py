@@ -77,6 +77,11 @@ class PackageDoc:
             files[SKILL_FILE] = self.package.skill_md.rstrip("\n") + "\n\n" + pointer + "\n"
         return SkillPackage(files, self.package.binary), outcome.reason
 
+    def _apply(self, edit: Edit, max_chars: int | None) -> tuple[SkillPackage | None, str]:
+        if edit.op in EXAMPLE_OPS:
+            return self._example(edit, max_chars)
+        return (self._create if edit.op == "create" else self._change)(edit, max_chars)
+
     def apply_one(self, edit: Edit, max_chars: int | None = None) -> tuple[PackageDoc, EditOutcome]:
         """Like `SkillDoc.apply_one`, on the file `edit.file` (an example op: on examples.md);
         `max_chars` caps each file."""
@@ -87,14 +92,7 @@ class PackageDoc:
             problem = "content contains protected-region markers"
         new: SkillPackage | None = None
         if problem is None:
-            apply = (
-                self._example
-                if edit.op in EXAMPLE_OPS
-                else self._create
-                if edit.op == "create"
-                else self._change
-            )
-            new, reason = apply(edit, max_chars)
+            new, reason = self._apply(edit, max_chars)
             problem = None if new is not None else reason
         if problem is None and new is not None and self.budget is not None and new.chars() > self.budget:
             problem = f"the package would be {new.chars()} chars, over skill.max_chars={self.budget}"

@@ -23,7 +23,7 @@ from skillgrad.loop.events import Events
 from skillgrad.loop.examples import ExampleWriter, example_offer
 from skillgrad.loop.merge import MergedEdit, Patch, UnionMerge
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages, parse_patch, patch_schema, reflect
-from skillgrad.loop.selection import NOT_TRAIN, REJECTED, no_examples, select_valid
+from skillgrad.loop.selection import CLIPPED, NOT_TRAIN, REJECTED, no_examples, select_valid
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Strategies
 from skillgrad.package.doc import PackageDoc, skill_demos
@@ -228,3 +228,17 @@ def test_identical_example_edits_merge_and_different_ones_do_not_conflict() -> N
     a, b = Edit("add_example", "", "date-0"), Edit("add_example", "", "date-1")
     out = UnionMerge().merge([Patch(0, [a, b], 2), Patch(1, [a], 1)])
     assert [(m.edit.content, m.support) for m in out] == [("date-0", 2), ("date-1", 1)]
+
+
+def test_the_learning_rate_bounds_the_rules_and_max_examples_the_examples() -> None:
+    writer = ExampleWriter(splits, [], 1500)
+    rules = [Edit("add", "end", f"Rule number {n} of the house.", "r") for n in ("one", "two")]
+    examples = [Edit("add_example", "", i, "r") for i in ("date-0", "date-1")]
+    ranked = merged(rules[0], *examples, rules[1])
+    chosen = select_valid(
+        ranked, SKILL, 1, rejected=[], copied=lambda e: False, write_example=writer, max_examples=3
+    )
+    assert [m.edit.op for m in chosen.selected] == ["add", "add_example", "add_example"]
+    assert [(d.item.edit.content, d.why) for d in chosen.dropped] == [
+        ("Rule number two of the house.", CLIPPED)
+    ]

@@ -87,6 +87,10 @@ class Selection:
     selected: list[MergedEdit] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
 
+    def rules(self) -> int:
+        """Selected edits that count against the learning rate: all but the example edits."""
+        return sum(1 for m in self.selected if m.edit.op not in EXAMPLE_OPS)
+
     def counts(self) -> dict[str, int]:
         counts = {why: sum(1 for d in self.dropped if d.why == why) for why in DROP_REASONS}
         for why in COUNTED_WHEN_SEEN:
@@ -125,8 +129,9 @@ def select_valid(
     skill as it stands after the edits already selected (a package is held to `budget`); only
     what applies counts against the learning rate. An example edit is written by
     `write_example` from the train task it names (or dropped as naming none) instead of going
-    through the copy guards: its entry is the task's text by design, and skillgrad's own; the
-    skill holds at most `max_examples` examples."""
+    through the copy guards: its entry is the task's text by design, and skillgrad's own. The
+    learning rate bounds the rules a step changes; the examples have their own bound, the skill
+    holding at most `max_examples` (as DSPy keeps a program's instructions and its demos apart)."""
     rejected_keys = {rule_key(e) for e in rejected}
     doc, out = open_skill(skill, budget), Selection()
     for item in ranked:
@@ -141,7 +146,7 @@ def select_valid(
             out.dropped.append(Dropped(item, COPIES_TASK, str(copy)))
         elif rule_key(item.edit) in rejected_keys:
             out.dropped.append(Dropped(item, REJECTED))
-        elif len(out.selected) >= learning_rate:
+        elif not is_example and out.rules() >= learning_rate:
             out.dropped.append(Dropped(item, CLIPPED))
         else:
             item = replace(item, edit=written)

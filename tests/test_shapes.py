@@ -139,6 +139,10 @@ def test_gsm8k_numbers_imply_a_number_rule_but_reasoned_answers_that_pass_are_no
         report = form_report(batch)
         assert report is not None and not report.is_problem()
         assert report.off_passed >= 4
+        summary = form_summary(batch)
+        assert (
+            "the form is not what failed the others" in summary and "fixes answers like these" not in summary
+        )
 
 
 @needs_data
@@ -164,6 +168,7 @@ def test_the_issues_date_step_leads_to_a_rule_on_form() -> None:
         and "all failed; tasks 1, 2, 3" in summary
     )
     assert "Failed answers that hold the expected answer with other text around it: 2." in summary
+    assert summary.rstrip().endswith("with one example in the expected form, fixes answers like these.")
 
 
 @needs_data

@@ -277,9 +277,12 @@ def form_summary(batch: Sequence[Rollout], shown: Sequence[Rollout] = ()) -> str
     report = form_report(batch, shown)
     if report is None:
         return ""
-    held = ""
-    if report.held:
-        held = render(PROMPTS, "analyst_form_held", held=report.held).strip()
+    held = render(PROMPTS, "analyst_form_held", held=report.held).strip() if report.held else ""
+    verdict = ""
+    if report.is_problem():
+        verdict = render(PROMPTS, "analyst_form_problem").strip()
+    elif report.off_passed:
+        verdict = render(PROMPTS, "analyst_form_passed", passed=report.off_passed).strip()
     return render(
         PROMPTS,
         "analyst_form",
@@ -287,4 +290,5 @@ def form_summary(batch: Sequence[Rollout], shown: Sequence[Rollout] = ()) -> str
         expected=report.expected_shape,
         lines="\n".join(_line(g, report.expected_shape) for g in report.given),
         held=held,
+        verdict=verdict,
     )

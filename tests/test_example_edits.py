@@ -19,6 +19,7 @@ from skillgrad.demos import (
     with_demos,
 )
 from skillgrad.loop.candidate import Candidates
+from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.events import Events
 from skillgrad.loop.examples import ExampleWriter, example_offer
 from skillgrad.loop.merge import MergedEdit, Patch, UnionMerge
@@ -242,3 +243,11 @@ def test_the_learning_rate_bounds_the_rules_and_max_examples_the_examples() -> N
     assert [(d.item.edit.content, d.why) for d in chosen.dropped] == [
         ("Rule number two of the house.", CLIPPED)
     ]
+
+
+def test_a_candidate_over_the_cap_is_not_validated_whatever_made_it() -> None:
+    two = with_demos(SKILL, [demo_from_task(TRAIN[0]), demo_from_task(TRAIN[1])])
+    assert CandidateChecks(None, 5, max_examples=2).problem(two) is None
+    assert CandidateChecks(None, 5, max_examples=1).problem(two) == (
+        "the skill holds 2 worked examples, over skill.max_examples=1"
+    )

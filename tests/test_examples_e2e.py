@@ -49,14 +49,14 @@ def example_ids(request: Request) -> list[str]:
     return add["properties"]["task"]["enum"]
 
 
-def train(tmp_path: Path, analyst, *overrides: str) -> tuple[Path, list[Request]]:
+def train(tmp_path: Path, analyst, *overrides: str, estimate: bool = False) -> tuple[Path, list[Request]]:
     data = tmp_path / "dates.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
 
     def handler(request: Request):
         if is_optimizer(request):
-            return json_reply({"edits": analyst(request)}, usage=(900, 60))
-        return text(target_reply(request), 120, 4)
+            return json_reply({"edits": analyst(request)})  # usage: ~4 characters a token
+        return text(target_reply(request))
 
     with ScriptedOpenAI(handler) as server:
         out = tmp_path / "run"
@@ -79,7 +79,12 @@ def train(tmp_path: Path, analyst, *overrides: str) -> tuple[Path, list[Request]
             f"cache.dir={tmp_path / 'cache'}",
             *overrides,
         ]
-        proc = skillgrad("train", "--out", str(out), *[a for s in sets for a in ("--set", s)])
+        args = [a for s in sets for a in ("--set", s)]
+        if estimate:
+            projected = skillgrad("train", "--estimate", *args)
+            assert projected.returncode == 0 and not server.requests, projected.stderr
+            (tmp_path / "estimate.json").write_text(projected.stdout, encoding="utf-8")
+        proc = skillgrad("train", "--out", str(out), *args)
         assert proc.returncode == 0, proc.stderr
         return out, [r for r in server.requests if is_optimizer(r)]
 
@@ -140,7 +145,7 @@ def test_the_analyst_adds_a_form_rule_and_two_examples_that_pass_the_gate(tmp_pa
 def test_the_form_fix_proposes_the_rule_and_examples_when_the_analyst_proposes_nothing(
     tmp_path: Path,
 ) -> None:
-    out, _ = train(tmp_path, lambda request: [])
+    out, _ = train(tmp_path, lambda request: [], estimate=True)
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     fix = merged["form_fix"]
     assert [e["op"] for e in fix] == ["add", "add_example", "add_example", "add_example"]
@@ -151,6 +156,10 @@ def test_the_form_fix_proposes_the_rule_and_examples_when_the_analyst_proposes_n
     ids = assert_examples_of_train_tasks(out, 3)
     labels = {r["id"]: r["target"] for r in ROWS}
     assert len({labels[i] for i in ids}) == 3  # one example per expected label before a second
+    # the estimate counts what the examples add to every later prompt
+    projected = json.loads((tmp_path / "estimate.json").read_text(encoding="utf-8"))["total"]
+    real = read_json(out / "summary.json")["usage"]["total"]
+    assert 1 / 1.5 <= projected["total_tokens"] / (real["input_tokens"] + real["output_tokens"]) <= 1.5
 
 
 def test_without_examples_the_form_fix_adds_the_rule_alone(tmp_path: Path) -> None:

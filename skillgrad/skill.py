@@ -2,6 +2,8 @@
 
 Protected regions are HTML-comment markers, invisible when the markdown renders:
     <!-- protected -->  ...text no edit may touch...  <!-- /protected -->
+The examples section (`<!-- examples -->` ... `<!-- /examples -->`, skillgrad/demos.py) is closed
+to line edits the same way: only the example ops change it, each naming a train task.
 Every edit comes back with an explicit status ("applied" | "skipped") and the reason.
 """
 
@@ -13,14 +15,16 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from skillgrad import demos
 from skillgrad.targets import LIST_MARKER, PROTECTED, Found, lines_of, locate, target_names
 
 PROTECT_OPEN = "<!-- protected -->"
 PROTECT_CLOSE = "<!-- /protected -->"
 _MARKERS = re.compile(f"{re.escape(PROTECT_OPEN)}|{re.escape(PROTECT_CLOSE)}")
 
-EditOp = Literal["add", "delete", "replace", "create"]
-EDIT_OPS: tuple[EditOp, ...] = ("add", "delete", "replace", "create")
+EditOp = Literal["add", "delete", "replace", "create", "add_example", "replace_example", "remove_example"]
+EDIT_OPS: tuple[EditOp, ...] = ("add", "delete", "replace", "create", *demos.EXAMPLE_OPS)
+_SECTION_MARKERS = (demos.EXAMPLES_OPEN, demos.EXAMPLES_CLOSE, "<!-- example ")
 MAIN_FILE = "SKILL.md"  # the file an edit changes unless it names another (skill packages)
 END_ANCHOR = "end"  # the `add` anchor that appends at the end of the skill ("" means the same)
 
@@ -34,7 +38,10 @@ class Edit:
     """One edit. `target`: for delete/replace the text to change, a line of the skill (one of
     its copies, `line [k of n]`) or a replace's span within one line; for add the line after
     which `content` goes ("" or "end" = at the end). `skillgrad.targets` finds it.
-    `file`: the package file it changes (SKILL.md unless named); `create` makes file `file`."""
+    `file`: the package file it changes (SKILL.md unless named); `create` makes file `file`.
+    The example ops name train tasks: `add_example` adds task `content` (its id, or once
+    skillgrad wrote it, its entry: `demos.render_entry`), `replace_example` puts it in place of the
+    example of task `target`, `remove_example` removes that one."""
 
     op: EditOp
     target: str = ""
@@ -46,6 +53,8 @@ class Edit:
         """Identity for de-duplication: whitespace and case do not make edits different, nor
         does where an add puts its rule."""
         target = "" if self.op == "add" else normalize_text(self.target)
+        if self.op in demos.EXAMPLE_OPS:  # an example's task id, never one of the skill's lines
+            target = f"example\x00{self.target}"
         if self.file != MAIN_FILE:
             target = f"{self.file}\x00{target}"
         return (self.op, target, normalize_text(self.content))
@@ -62,7 +71,7 @@ class Edit:
         return cls(
             op,
             str(data.get("target") or ""),
-            str(data.get("content") or ""),
+            str(data.get("content") or data.get("task") or ""),  # an example op names its "task"
             str(data.get("rationale") or ""),
             str(data.get("file") or MAIN_FILE),
         )
@@ -82,7 +91,7 @@ def edit_targets(text: str) -> list[str]:
     """The skill's lines an edit may target or anchor on: every non-blank line outside protected
     regions (markers included), stripped, in document order; a line with copies is named once
     per copy, `line [k of n]` (see `skillgrad.targets`)."""
-    return target_names(text, SkillDoc(text).protected_spans())
+    return target_names(text, SkillDoc(text).closed_spans())
 
 
 def is_end_anchor(target: str) -> bool:
@@ -125,12 +134,21 @@ class SkillDoc:
             spans.append((start, len(self.text)))
         return spans
 
+    def closed_spans(self) -> list[tuple[int, int]]:
+        """What a line edit may not touch: the protected regions and the examples section."""
+        section = demos.section_span(self.text)
+        return self.protected_spans() + ([section] if section else [])
+
     def apply_one(self, edit: Edit, max_chars: int | None = None) -> tuple[SkillDoc, EditOutcome]:
         def skip(reason: str) -> tuple[SkillDoc, EditOutcome]:
             return self, EditOutcome(edit, "skipped", reason)
 
         if PROTECT_OPEN in edit.content or PROTECT_CLOSE in edit.content:
             return skip("content contains protected-region markers")
+        if edit.op in demos.EXAMPLE_OPS and edit.file == MAIN_FILE:
+            return self._apply_example(edit, max_chars)
+        if any(marker in edit.content for marker in _SECTION_MARKERS):
+            return skip("content contains examples-section markers: examples are added by task id")
         if edit.op == "create" or edit.file != MAIN_FILE:
             return skip("the skill is one file: only a skill package (skill.init a folder) has other files")
         if edit.op == "add":
@@ -144,7 +162,7 @@ class SkillDoc:
             new = inserted
         else:
             reason = "applied"
-            found = locate(self.text, edit.target, self.protected_spans())
+            found = locate(self.text, edit.target, self.closed_spans())
             if isinstance(found, str):
                 return skip(found)
             start, end = found.start, found.end
@@ -168,13 +186,24 @@ class SkillDoc:
             return skip(f"the skill would exceed optimizer.max_skill_chars={max_chars}")
         return new, EditOutcome(edit, "applied", reason)
 
+    def _apply_example(self, edit: Edit, max_chars: int | None) -> tuple[SkillDoc, EditOutcome]:
+        """An example op on the examples section (see `Edit`); its entry is skillgrad's."""
+        text, reason = example_text(self.text, edit, self.protected_spans())
+        if text is None:
+            return self, EditOutcome(edit, "skipped", reason)
+        if max_chars is not None and len(text) > max_chars:
+            return self, EditOutcome(
+                edit, "skipped", f"the skill would exceed optimizer.max_skill_chars={max_chars}"
+            )
+        return SkillDoc(text), EditOutcome(edit, "applied", "applied")
+
     def _insert(self, edit: Edit) -> tuple[SkillDoc | None, str]:
         """(new doc, reason). An anchor that names no one place of the skill only loses the
         rule's position, not the rule: it is appended at the end (weak optimizers paraphrase
         anchors)."""
         content = edit.content.strip("\n")
         found: Found | str = (
-            "" if is_end_anchor(edit.target) else locate(self.text, edit.target, self.protected_spans())
+            "" if is_end_anchor(edit.target) else locate(self.text, edit.target, self.closed_spans())
         )
         if found == PROTECTED:
             return None, "anchor lies in a protected region"
@@ -195,6 +224,31 @@ class SkillDoc:
             doc, outcome = doc.apply_one(edit, max_chars)
             outcomes.append(outcome)
         return doc, outcomes
+
+
+def example_text(text: str, edit: Edit, protected: list[tuple[int, int]]) -> tuple[str | None, str]:
+    """(the text with `edit`, an example op, applied to its examples section, "applied") or
+    (None, why it cannot apply)."""
+    section = demos.section_span(text)
+    if section is not None and any(lo < section[1] and section[0] < hi for lo, hi in protected):
+        return None, "the examples section lies in a protected region"
+    if not demos.section_is_ours(text):
+        return None, "the examples section holds text skillgrad did not write: example edits leave it alone"
+    current = demos.parse_demos(text)
+    ids = [d.task_id for d in current]
+    if edit.op != "add_example" and edit.target not in ids:
+        return None, f"no example of task {edit.target!r} in the skill"
+    if edit.op == "remove_example":
+        return demos.with_demos(text, [d for d in current if d.task_id != edit.target]), "applied"
+    written = demos.parse_entries(edit.content)
+    if len(written) != 1:
+        return None, "an example edit names a train task; skillgrad writes its entry"
+    new = written[0]
+    if new.task_id in ids and new.task_id != edit.target:
+        return None, f"task {new.task_id!r} is an example already"
+    if edit.op == "add_example":
+        return demos.with_demos(text, [*current, new]), "applied"
+    return demos.with_demos(text, [new if d.task_id == edit.target else d for d in current]), "applied"
 
 
 def _contains(text: str, content: str) -> bool:

@@ -83,6 +83,8 @@ def trigger_config(cfg: Config, splits: dict[Split, list[Task]]) -> Config:
     # its analyst reads the queries and a session's first tool calls, not a workspace of sessions
     view.optimizer.reflection = "digest"
     view.train.minibatch_size = cfg.train.batch_size
+    # a query's answer is whether the skill loads: no form to fix, no worked examples to show
+    view.optimizer.form_fix, view.optimizer.form_summary, view.skill.max_examples = "none", False, 0
     return view
 
 

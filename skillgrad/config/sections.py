@@ -20,6 +20,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from skillgrad.backend_specs import BACKENDS, DEFAULT_BACKEND, backend_names, spec_for
+from skillgrad.demos import DEFAULT_EXAMPLE_CHARS
 from skillgrad.values import Effort
 
 
@@ -116,6 +117,19 @@ class SkillConfig(_Section):
     description_chars: int = Field(1024, ge=40, le=1024)
     """The description's limit (Agent Skills: 1024 at most), in the analyst's reply schema; a
     longer initial description is refused."""
+    max_examples: int = Field(3, ge=0, le=16)
+    """Worked examples of train tasks the skill may hold: its section `<!-- examples -->` ...
+    `<!-- /examples -->` (a package: `examples.md`, which SKILL.md then links to). The analyst
+    names a train task by id (`add_example`, `replace_example`, `remove_example`); skillgrad
+    writes the example, the task as the chat target receives it and the reply the scorer accepts
+    (its expected answer, or a reply of the target that passed with full marks). A val or test id
+    is dropped as "names no train task"; line edits cannot touch the section; examples do not
+    count against the learning rate, this key bounds them. Offered where the step's expected
+    answers share a form (option label, number, yes/no word, date format) or the skill holds
+    examples; 0: none. 3: the rule + 3 examples that lifted the 1.5B on bbh date_understanding."""
+    example_chars: int = Field(DEFAULT_EXAMPLE_CHARS, ge=300, le=20000)
+    """One example's size bound: a longer task is cut (a long context around its answer first,
+    then the middle of the question); a reply that does not fit gives no example."""
 
 
 class ModelConfig(_Section):
@@ -400,6 +414,18 @@ class OptimizerConfig(_Section):
     """Passed/failed pairs shown to the analyst: a failed task beside a passed task of the step
     that expects the same shape of answer (number, option letter, yes/no, short phrase, longer
     text); 0: none."""
+    form_summary: bool = True
+    """The analyst prompt shows, over the whole step, the form every expected answer shares (an
+    option label in parentheses, a bare number, a yes/no word, a date format) and the answers
+    counted by their own form, how many failed, and how many failed ones hold the expected answer
+    with other text around it; shown only where the expected answers share such a form and some
+    answer lacks it (a step of mixed answers, as housestyle's, reads the prompt as before)."""
+    form_fix: Literal["examples", "rule", "none"] = "examples"
+    """When that form is what fails the step (no answer of another form passed, most failed
+    answers have another form), skillgrad proposes the rule the form implies and, with
+    `examples`, worked examples of the step's tasks up to `skill.max_examples`, beside the
+    analysts' edits and through the same selection and gate (loop/formfix.py); `rule`: the rule
+    alone; `none`: only the analysts propose."""
     gate_min_gain: float = Field(1.0, ge=0.0)
     """`strict` gate: the smallest gain it keeps, in val items' worth (one item's mean going
     0 -> 1, i.e. 1 / items of the score, whatever `val_repeats` is); with 0/1 scores and one repeat

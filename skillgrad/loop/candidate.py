@@ -1,27 +1,30 @@
 """From a step's patches to the candidate skill: merge, rank, select what applies (dropping
-edits copied from the prompt or from a task's text), apply, and check the result before it may
-cost a validation run. Writes merged_patch.json, edit_report.json and candidate_skill."""
+edits copied from the prompt or from a task's text; writing example edits from the train tasks
+they name), apply, and check the result before it may cost a validation run. The form fix's
+patch (optimizer.form_fix) joins the analysts' here. Writes merged_patch.json, edit_report.json
+and candidate_skill."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from skillgrad.config import Config
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.events import Events
+from skillgrad.loop.examples import ExampleWriter
 from skillgrad.loop.merge import Patch
 from skillgrad.loop.reflect import PROMPTS
-from skillgrad.loop.selection import Selection, select_valid
+from skillgrad.loop.selection import Selection, WriteExample, no_examples, select_valid
 from skillgrad.loop.state import TrainState
-from skillgrad.loop.strategies import Merger, Ranker
+from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.taskcopy import Copy, TaskCopyGuard, TaskIndex
-from skillgrad.package.doc import PackageDoc, char_limit, open_skill
+from skillgrad.package.doc import PackageDoc, char_limit, open_skill, skill_demos, without_demos
 from skillgrad.run_folder import RunDir
 from skillgrad.skill import Edit, EditOutcome, SkillDoc
 from skillgrad.templates import render
-from skillgrad.values import Task
+from skillgrad.values import Rollout, Task
 
 
 def prompt_echo() -> PromptEcho:
@@ -36,20 +39,28 @@ class Candidates:
         cfg: Config,
         run: RunDir,
         events: Events,
-        merger: Merger,
-        ranker: Ranker,
-        train_tasks: Callable[[], list[Task]] | None = None,
+        strategies: Strategies,
+        splits: Callable[[str], list[Task]] | None = None,
+        initial_skill: str = "",
     ) -> None:
-        """`train_tasks`: every train task, for what only one task has (default: each step's batch)."""
+        """`strategies`: how patches merge and rank, and the form fix (skillgrad's own edits for a
+        step whose answers have the wrong form); `splits(name)`: the benchmark's tasks of a split:
+        every train task, for what only one task has and for the examples, val and test to refuse
+        (default: each step's batch is all); `initial_skill`: a hand-written skill may hold more
+        examples than skill.max_examples."""
         self.cfg = cfg
-        self.train_tasks = train_tasks
+        self.splits = splits
         self._index: TaskIndex | None = None
         self.run = run
         self.events = events
-        self.merger = merger
-        self.ranker = ranker
+        self.merger = strategies.merger
+        self.ranker = strategies.ranker
+        self.form_fix = strategies.form_fix
         self.echo = prompt_echo()
-        self.checks = CandidateChecks(cfg.skill.max_chars, cfg.skill.self_test_timeout_s)
+        self.max_examples = max(cfg.skill.max_examples, len(skill_demos(initial_skill)))
+        self.checks = CandidateChecks(
+            cfg.skill.max_chars, cfg.skill.self_test_timeout_s, max_examples=self.max_examples
+        )
 
     def task_copies(
         self, batch: list[Task], skill: str, graded: Mapping[str, tuple[str, str]]
@@ -59,10 +70,19 @@ class Candidates:
         opt = self.cfg.optimizer
         if opt.allow_task_text:
             return lambda _edit: None
-        if self._index is None and self.train_tasks is not None:
-            self._index = TaskIndex(self.train_tasks(), opt.task_phrase_words)
+        if self._index is None and self.splits is not None:
+            self._index = TaskIndex(self.splits("train"), opt.task_phrase_words)
         index = self._index or TaskIndex(batch, opt.task_phrase_words)
-        return TaskCopyGuard(batch, opt.task_text_ngram, index=index, graded=graded, skill=skill)
+        # the examples hold task text by design: what they say is no licence for a rule to say it
+        rest = without_demos(skill)
+        return TaskCopyGuard(batch, opt.task_text_ngram, index=index, graded=graded, skill=rest)
+
+    def example_writer(self, batch: list[Task], rollouts: Sequence[Rollout]) -> WriteExample:
+        """Example edits written from train tasks (this step's rollouts for bootstrapping)."""
+        if self.cfg.skill.max_examples == 0:
+            return no_examples
+        splits = self.splits or (lambda split: batch if split == "train" else [])
+        return ExampleWriter(splits, rollouts, self.cfg.skill.example_chars)
 
     def select(
         self,
@@ -73,24 +93,33 @@ class Candidates:
         lr: int,
         failed_answers: list[str] | None = None,
         graded: Mapping[str, tuple[str, str]] | None = None,
+        rollouts: Sequence[Rollout] = (),
     ) -> tuple[Selection, int]:
         """Merge, rank and select the step's edits (merged_patch.json); also the per-edit limit.
         An edit that restates one of the step's `failed_answers` counts as copied from the prompt;
-        `graded` (task id -> answer, feedback) lets an edit restate what the grader says.
+        `graded` (task id -> answer, feedback) lets an edit restate what the grader says;
+        `rollouts`: the step's train rollouts (the form fix reads them; examples bootstrap from them).
         A step may select more than once (a re-ask): the caller counts the final selection's drops."""
+        fix = self.form_fix.propose(state.current_text, rollouts, self.cfg.skill.max_examples)
+        own = {e.key() for e in fix.edits} if fix else set()
+        patches = [*patches, *([fix] if fix else [])]
         patches = [replace(p, edits=[self.echo.own_rationale(e) for e in p.edits]) for p in patches]
         ranked = self.ranker.rank(self.merger.merge(patches))
         budget = self.cfg.skill.max_chars
         max_chars = char_limit(self.cfg.optimizer.max_skill_chars, budget, state.current_text)
+        copied = self.echo.with_failed_answers(failed_answers or [])
+        copies_task = self.task_copies(batch, state.current_text, graded or {})
         chosen = select_valid(
             ranked,
             state.current_text,
             lr,
             rejected=state.rejected_edits,
-            copied=self.echo.with_failed_answers(failed_answers or []),
+            copied=lambda edit: edit.key() not in own and copied(edit),  # the fix's rule is skillgrad's
             max_chars=max_chars,
             budget=budget,
-            copies_task=self.task_copies(batch, state.current_text, graded or {}),
+            copies_task=lambda edit: None if edit.key() in own else copies_task(edit),
+            write_example=self.example_writer(batch, rollouts),
+            max_examples=self.max_examples,
         )
         self.run.write_merged_patch(
             step,
@@ -98,6 +127,7 @@ class Candidates:
                 "step": step,
                 "learning_rate": lr,
                 "proposed": sum(len(p.edits) for p in patches),
+                "form_fix": [e.to_json() for e in fix.edits] if fix else [],
                 "reasked": sum(1 for p in patches if p.reask),
                 "merged": len(ranked),
                 "dropped_counts": chosen.counts(),

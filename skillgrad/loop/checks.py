@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from skillgrad.benchmarks.sandbox import Sandbox
+from skillgrad.package.doc import skill_demos
 from skillgrad.package.folder import write_package
 from skillgrad.package.model import SkillPackage, as_package, is_script
 
@@ -72,6 +73,7 @@ class CandidateChecks:
 
     budget: int | None
     self_test_timeout_s: float
+    max_examples: int | None = None  # the most worked examples a candidate may hold (None: any)
     _sandbox: Sandbox | None = None
 
     def _self_test(self, package: SkillPackage) -> str | None:
@@ -97,6 +99,9 @@ class CandidateChecks:
         size = package.chars() if package is not None else len(text)
         if self.budget is not None and size > self.budget:
             return f"the skill is {size} chars, over skill.max_chars={self.budget}"
+        examples = len(skill_demos(text))
+        if self.max_examples is not None and examples > self.max_examples:
+            return f"the skill holds {examples} worked examples, over skill.max_examples={self.max_examples}"
         if package is None:
             return None
         return script_problem(package) or self._self_test(package)

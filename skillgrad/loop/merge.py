@@ -7,6 +7,8 @@ from typing import Any
 
 from skillgrad.skill import Edit
 
+ADDS = ("add", "add_example")  # edits that change nothing already there: they never conflict
+
 
 @dataclass
 class MergedEdit:
@@ -63,13 +65,13 @@ class UnionMerge:
 def _resolve_conflicts(edits: list[MergedEdit]) -> list[MergedEdit]:
     best: dict[str, MergedEdit] = {}
     for item in edits:
-        if item.edit.op == "add":
+        if item.edit.op in ADDS:
             continue
         target = item.edit.key()[1]  # the target text, within its file; a create's is its file
         current = best.get(target)
         if current is None or (item.support, item.failures) > (current.support, current.failures):
             best[target] = item
-    return [m for m in edits if m.edit.op == "add" or best[m.edit.key()[1]] is m]
+    return [m for m in edits if m.edit.op in ADDS or best[m.edit.key()[1]] is m]
 
 
 MERGERS: dict[str, type[UnionMerge]] = {"union": UnionMerge}

@@ -8,8 +8,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from skillgrad.backends.base import ChatModel
+from skillgrad.demos import EXAMPLE_OPS, entry_task
 from skillgrad.loop.census import census, contrasts_section, pick_contrasts
+from skillgrad.loop.examples import ExampleOffer
 from skillgrad.loop.merge import Patch
+from skillgrad.loop.shapes import form_summary
 from skillgrad.package.model import as_package
 from skillgrad.package.prompt import package_schema, package_targets, package_view
 from skillgrad.skill import END_ANCHOR, Edit, edit_targets
@@ -44,6 +47,39 @@ def _edit_variant(op: str, targets: list[str], content: dict[str, Any]) -> dict[
         "required": ["content", "op", "target", "rationale"],
         "additionalProperties": False,
     }
+
+
+def _example_variant(op: str, properties: dict[str, Any]) -> dict[str, Any]:
+    # The op first: the model commits to an example edit, then names its task.
+    properties = {"op": {"type": "string", "enum": [op]}, **properties, "rationale": {"type": "string"}}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def example_variants(offer: ExampleOffer) -> list[dict[str, Any]]:
+    """The example edits of the reply schema: add a named task, replace or remove a held one."""
+    tasks = {"type": "string", "enum": [task_id for task_id, _ in offer.tasks]}
+    held = {"type": "string", "enum": list(offer.held)}
+    variants = [_example_variant("add_example", {"task": tasks})] if offer.can_add else []
+    if offer.held:
+        if offer.tasks:
+            variants.append(_example_variant("replace_example", {"target": held, "task": tasks}))
+        variants.append(_example_variant("remove_example", {"target": held}))
+    return variants
+
+
+def with_example_variants(schema: dict[str, Any], offer: ExampleOffer | None) -> dict[str, Any]:
+    """`schema` whose edits may also be the example edits `offer` allows."""
+    if offer is None:
+        return schema
+    item = schema["properties"]["edits"]["items"]
+    variants = [*item.get("anyOf", [item]), *example_variants(offer)]
+    edits = {**schema["properties"]["edits"], "items": {"anyOf": variants}}
+    return {**schema, "properties": {**schema["properties"], "edits": edits}}
 
 
 def patch_schema(skill: str, max_edits: int) -> dict[str, Any]:
@@ -82,6 +118,8 @@ class AnalystInputs:
     batch: tuple[Rollout, ...] = ()  # the step's rollouts, counted and contrasted (default: these)
     census: bool = False  # the step's answers counted by kind of miss (optimizer.error_census)
     contrasts: int = 0  # passed/failed pairs of one answer shape (optimizer.contrasts)
+    form: bool = False  # the step's answers against their expected form (optimizer.form_summary)
+    examples: ExampleOffer | None = None  # the example edits it may propose (skill.max_examples)
 
 
 def trace_sections(inputs: AnalystInputs) -> list[str]:
@@ -151,6 +189,31 @@ def evidence_section(inputs: AnalystInputs) -> str:
     return "\n".join(part for part in (counted, contrasts_section(pairs, inputs.rollouts)) if part)
 
 
+def examples_section(offer: ExampleOffer | None) -> str:
+    if offer is None:
+        return ""
+    tasks = ", ".join(
+        f"{json.dumps(task_id, ensure_ascii=False)} ({label})" for task_id, label in offer.tasks
+    )
+    held = ", ".join(json.dumps(task_id, ensure_ascii=False) for task_id in offer.held)
+    return render(
+        PROMPTS,
+        "analyst_examples",
+        count=len(offer.held),
+        max=offer.max_examples,
+        tasks=tasks or "(none)",
+        held=held or "(none)",
+    )
+
+
+def shown_edit(edit: Edit) -> dict[str, Any]:
+    """An edit as a later analyst reads it: an example edit by the task it names, not its entry."""
+    if edit.op not in EXAMPLE_OPS:
+        return edit.to_json()
+    shown = {"op": edit.op, **({"target": edit.target} if edit.target else {})}
+    return shown if edit.op == "remove_example" else {**shown, "task": entry_task(edit.content)}
+
+
 def prompt_sections(inputs: AnalystInputs) -> dict[str, object]:
     """The parts of the user prompt that the patch and rewrite analysts share."""
     failed = sum(1 for r in inputs.rollouts if not r.score.passed)
@@ -161,7 +224,7 @@ def prompt_sections(inputs: AnalystInputs) -> dict[str, object]:
     )
     rejected = ""
     if inputs.rejected:
-        lines = "\n".join(json.dumps(e.to_json(), ensure_ascii=False) for e in inputs.rejected)
+        lines = "\n".join(json.dumps(shown_edit(e), ensure_ascii=False) for e in inputs.rejected)
         rejected = render(PROMPTS, "analyst_rejected", edits=lines)
     package = as_package(inputs.skill)
     skill = inputs.skill.strip() or "(the skill is empty)"
@@ -172,6 +235,8 @@ def prompt_sections(inputs: AnalystInputs) -> dict[str, object]:
         "n_failed": failed,
         "n_passed": len(inputs.rollouts) - failed,
         "tasks": tasks,
+        "form": form_summary(list(inputs.batch) or inputs.rollouts, inputs.rollouts) if inputs.form else "",
+        "examples": examples_section(inputs.examples),
         "evidence": evidence_section(inputs),
         "rejected": rejected,
         "max_edits": inputs.max_edits,
@@ -206,10 +271,11 @@ def reflect(
 ) -> tuple[Patch, Reply, list[Message]]:
     messages = analyst_messages(inputs)
     package = as_package(inputs.skill)
-    schema = (
+    schema = with_example_variants(
         patch_schema(inputs.skill, inputs.max_edits)
         if package is None
-        else package_schema(package, inputs.max_edits)
+        else package_schema(package, inputs.max_edits),
+        inputs.examples,
     )
     reply = optimizer.complete(messages, schema=schema, effort=effort, stage="reflect")
     failures = sum(1 for r in inputs.rollouts if not r.score.passed)

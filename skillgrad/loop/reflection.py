@@ -20,6 +20,7 @@ from skillgrad.evidence.mode import reads_workspace
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.events import Events
+from skillgrad.loop.examples import example_offer
 from skillgrad.loop.merge import Patch
 from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
 from skillgrad.loop.rewrite import Analyst
@@ -141,6 +142,8 @@ class Reflection:
             batch=tuple(batch),
             census=self.cfg.optimizer.error_census,
             contrasts=self.cfg.optimizer.contrasts,
+            form=self.cfg.optimizer.form_summary,
+            examples=example_offer(skill, minibatch, batch, self.cfg.skill.max_examples),
         )
 
     def _analyst_for(
@@ -218,11 +221,12 @@ def propose_and_select(
     patches = reflection.reflect(step, epoch, state, train, lr)
     failed = [r.result.answer for r in train if not r.score.passed]
     graded = {r.task.id: (r.result.answer, r.score.feedback) for r in train}
-    chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded)
+    chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded, train)
     if reflection.cfg.optimizer.reask_dropped and should_reask(state.current_text, patches, chosen):
         more = reflection.reask(step, state, train, lr, patches)
         if more:
-            chosen, max_chars = candidates.select(state, step, batch, [*patches, *more], lr, failed, graded)
+            both = [*patches, *more]
+            chosen, max_chars = candidates.select(state, step, batch, both, lr, failed, graded, train)
     state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)  # once per step, final selection
     return chosen, max_chars
 

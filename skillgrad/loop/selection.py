@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from skillgrad.demos import EXAMPLE_OPS, entry_task
 from skillgrad.loop.merge import MergedEdit
 from skillgrad.loop.taskcopy import Copy
-from skillgrad.package.doc import open_skill
-from skillgrad.skill import Edit, normalize_text
+from skillgrad.package.doc import open_skill, skill_demos
+from skillgrad.skill import Edit, EditOutcome, normalize_text
 
 
 class Schedule(Protocol):
@@ -67,6 +68,13 @@ INAPPLICABLE = "cannot apply to the current skill"
 CLIPPED = "over the learning rate"
 DROP_REASONS = (COPIED, REJECTED, INAPPLICABLE, CLIPPED)
 COPIES_TASK = "copies task text"  # counted only when it happens (optimizer.allow_task_text)
+NOT_TRAIN = "names no train task"  # an example edit's task: counted only when it happens
+COUNTED_WHEN_SEEN = (COPIES_TASK, NOT_TRAIN)
+WriteExample = Callable[[Edit], Edit | str]  # an example edit -> with its entry written, or why not
+
+
+def no_examples(edit: Edit) -> Edit | str:
+    return "example edits are off (skill.max_examples: 0)"
 
 
 @dataclass(frozen=True)
@@ -84,16 +92,27 @@ class Selection:
     selected: list[MergedEdit] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
 
+    def rules(self) -> int:
+        """Selected edits that count against the learning rate: all but the example edits."""
+        return sum(1 for m in self.selected if m.edit.op not in EXAMPLE_OPS)
+
     def counts(self) -> dict[str, int]:
         counts = {why: sum(1 for d in self.dropped if d.why == why) for why in DROP_REASONS}
-        copies = sum(1 for d in self.dropped if d.why == COPIES_TASK)
-        return {**counts, COPIES_TASK: copies} if copies else counts
+        for why in COUNTED_WHEN_SEEN:
+            if seen := sum(1 for d in self.dropped if d.why == why):
+                counts[why] = seen
+        return counts
 
 
 def rule_key(edit: Edit) -> tuple[str, str]:
-    """What makes two edits the same rule: the text they bring in (or, for a delete, remove)."""
+    """What makes two edits the same rule: the text they bring in (or, for a delete, remove); for
+    an example edit, the task it brings in (or removes)."""
     if edit.op == "delete":
         return ("delete", normalize_text(edit.target))
+    if edit.op == "remove_example":
+        return ("remove_example", edit.target)
+    if edit.op in EXAMPLE_OPS:
+        return ("example", entry_task(edit.content))
     return ("text", normalize_text(edit.content))
 
 
@@ -107,25 +126,39 @@ def select_valid(
     max_chars: int | None = None,
     budget: int | None = None,
     copies_task: Callable[[Edit], Copy | None] = lambda _edit: None,
+    write_example: WriteExample = no_examples,
+    max_examples: int = 0,
 ) -> Selection:
     """Selection after validity: walk the ranked edits, drop those copied from the prompt or
     from a task's text, those rejected earlier and those that do not apply to the
     skill as it stands after the edits already selected (a package is held to `budget`); only
-    what applies counts against the learning rate."""
+    what applies counts against the learning rate. An example edit is written by
+    `write_example` from the train task it names (or dropped as naming none) instead of going
+    through the copy guards: its entry is the task's text by design, and skillgrad's own. The
+    learning rate bounds the rules a step changes; the examples have their own bound, the skill
+    holding at most `max_examples` (as DSPy keeps a program's instructions and its demos apart)."""
     rejected_keys = {rule_key(e) for e in rejected}
     doc, out = open_skill(skill, budget), Selection()
     for item in ranked:
-        copy = copies_task(item.edit)
-        if copied(item.edit):
+        is_example = item.edit.op in EXAMPLE_OPS
+        written = write_example(item.edit) if is_example else item.edit
+        copy = None if is_example else copies_task(item.edit)
+        if isinstance(written, str):
+            out.dropped.append(Dropped(item, NOT_TRAIN, written))
+        elif not is_example and copied(item.edit):
             out.dropped.append(Dropped(item, COPIED))
         elif copy is not None:
             out.dropped.append(Dropped(item, COPIES_TASK, str(copy)))
         elif rule_key(item.edit) in rejected_keys:
             out.dropped.append(Dropped(item, REJECTED))
-        elif len(out.selected) >= learning_rate:
+        elif not is_example and out.rules() >= learning_rate:
             out.dropped.append(Dropped(item, CLIPPED))
         else:
+            item = replace(item, edit=written)
             new, outcome = doc.apply_one(item.edit, max_chars)
+            held = len(skill_demos(new.text)) if is_example else 0
+            if outcome.status == "applied" and held > max(max_examples, len(skill_demos(doc.text))):
+                outcome = EditOutcome(item.edit, "skipped", f"over skill.max_examples={max_examples}")
             if outcome.status == "applied":
                 doc = new
                 out.selected.append(item)

@@ -1,6 +1,7 @@
 """The run's decisions, each a small object chosen by its config name, built here and only here
 and handed to the trainer: the validation gate, the learning-rate schedule, how patches merge,
-how merged edits rank, how an analyst proposes edits (optimizer.edit_mode), how the run searches
+how merged edits rank, how an analyst proposes edits (optimizer.edit_mode), what skillgrad itself
+proposes when a step's answers have the wrong form (optimizer.form_fix), how the run searches
 the space of skills (optimizer.search: a strategy the trainer builds with its context), what a
 skill's score is over its per-item results (the mean, or trigger F1 for a description:
 skillgrad.activation) and how often each test item runs."""
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from skillgrad.config import OptimizerConfig
+from skillgrad.loop.formfix import FORM_FIXES, FormFix, NoFix
 from skillgrad.loop.gate import Gate, make_gate, mean_of
 from skillgrad.loop.merge import MERGERS, MergedEdit, Patch
 from skillgrad.loop.rewrite import ANALYSTS, Analyst
@@ -40,6 +42,7 @@ class Strategies:
     # A skill's score over its per-item results (val and test): what the run reports and keeps the best of.
     metric: Callable[[Mapping[str, Sequence[float]]], float] = mean_of
     test_repeats: int = 1  # runs of each test item per tested skill
+    form_fix: FormFix = NoFix()  # skillgrad's own edits for a step whose answers have the wrong form
 
     @classmethod
     def from_config(cls, opt: OptimizerConfig) -> Strategies:
@@ -50,6 +53,7 @@ class Strategies:
             ranker=RANKERS[opt.rank](),
             analyst=ANALYSTS[opt.edit_mode],
             search=SEARCHES[opt.search],
+            form_fix=FORM_FIXES[opt.form_fix],
         )
 
 

@@ -71,9 +71,8 @@ class Trainer:
         self.schedule = strategies.schedule
         self.metric, self.test_repeats = strategies.metric, strategies.test_repeats
         self.interleaved = interleaved
-        self.candidates = Candidates(
-            cfg, run, events, strategies.merger, strategies.ranker, lambda: self.benchmark_split("train")
-        )
+        self.benchmark_split = Splits(benchmark)
+        self.candidates = Candidates(cfg, run, events, strategies, self.benchmark_split, initial_skill)
         self.accounting = Accounting(ledger)
         tools = (run, events, self.accounting, roles.optimizer, self.candidates.checks, strategies.metric)
         self.search = strategies.search(SearchContext(cfg, strategies.gate, *tools))  # each step's parent

@@ -13,6 +13,7 @@ from skillgrad.report.activation import activation_view
 from skillgrad.report.chart import bar_chart, score_chart
 from skillgrad.report.data import RolloutSet, Run, TaskRollout
 from skillgrad.report.diff import SkillDiff, skill_diff
+from skillgrad.report.examples import examples_view
 from skillgrad.report.package_diff import one_text, version_diffs, version_sizes
 from skillgrad.report.reflections import reflection_rows
 from skillgrad.report.search import search_view
@@ -343,6 +344,7 @@ def run_context(run: Run) -> dict[str, Any]:
         "steps": step_rows(run),
         "reflections": reflection_rows(run.path, run.warnings),
         "diffs": skill_diffs(run),
+        "examples": examples_view(run, best_version(run)),  # the best skill's, by train task
         "sizes": version_sizes(run.skills, (run.config.get("skill") or {}).get("max_chars")),
         "comparisons": task_comparisons(run),
         "activation": activation_view(run),

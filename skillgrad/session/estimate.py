@@ -18,6 +18,7 @@ re-reading its prompt and what it opened so far.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -27,12 +28,14 @@ from skillgrad.backends.base import AgentResult
 from skillgrad.backends.chat_agent import task_prompt
 from skillgrad.benchmarks.base import Score, Task
 from skillgrad.config import BudgetConfig, Config
+from skillgrad.demos import demo_from_task, render_entry
 from skillgrad.evidence.mode import reflection_mode
 from skillgrad.loop.reflect import AnalystInputs, analyst_messages
 from skillgrad.loop.rewrite import rewrite_messages
 from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.search.resolve import Side, merge_messages
 from skillgrad.loop.search.threeway import Conflict
+from skillgrad.loop.shapes import form_rule
 from skillgrad.package.model import skill_chars
 from skillgrad.skill import Edit
 from skillgrad.templates import render
@@ -85,6 +88,23 @@ def _sum(stages: list[dict[str, int]]) -> dict[str, int]:
 def _batches(n_train: int, batch: int) -> list[int]:
     full, rest = divmod(n_train, batch)
     return [batch] * full + ([rest] if rest else [])
+
+
+ANSWER_SAMPLE = 12  # train tasks whose expected answers tell whether they share a form
+
+
+def example_growth(cfg: Config, train: list[Task], a: Assumptions) -> int:
+    """What worked examples add to the skill: where the train tasks' expected answers share a form
+    (the analyst is offered examples, the form fix proposes them), skill.max_examples of the mean
+    entry's size, in the accepted share of runs."""
+    sample = [t for t in train if t.answers][:ANSWER_SAMPLE]
+    if not cfg.skill.max_examples or form_rule([t.answers[0] for t in sample]) is None:
+        return 0
+    sizes = []
+    for task in sample:
+        with contextlib.suppress(ValueError):  # a task whose entry does not fit gives no example
+            sizes.append(len(render_entry(demo_from_task(task, max_chars=cfg.skill.example_chars))))
+    return round(a.accepted_share * cfg.skill.max_examples * sum(sizes) / len(sizes)) if sizes else 0
 
 
 def target_prompt_chars(skill: str, tasks: list[Task]) -> float:
@@ -209,6 +229,7 @@ def estimate(
     batches = _batches(n_train, train.batch_size) if n_train else []
     steps = train.epochs * len(batches)
     growth = round(a.accepted_share * steps * opt.learning_rate * a.rule_chars)
+    growth += example_growth(cfg, splits.get("train", []), a) if steps else 0
     half_grown = growth // 2  # the skill halfway through the run has grown this much
 
     answer = min(a.answer_tokens, model.max_output_tokens_for("target"))

@@ -1,0 +1,99 @@
+"""The form fix: skillgrad's own proposal when a step shows a form problem (optimizer.form_fix).
+
+A weak analyst rarely writes the rule that "expected '(A)'; got '(B) 12/26/1951'" x 6 states, and
+more rarely asks for worked examples; a hand-written rule with three worked train examples is what
+lifted the 1.5B on bbh date_understanding from 0.000 to 0.250 (issue 36). When the step's answers
+show that their form is what fails them (`shapes.FormReport.is_problem`: every expected answer
+shares a form a rule can state, no answer out of that form passed, most failed answers are out of
+it), the form fix proposes that rule and examples of the step's own train tasks, next to the
+analysts' proposals. They go through the same selection, learning rate and validation gate as any
+edit, so a fix that does not help is rejected like one; they rank first (they are backed by every
+failure of the step), and the copy guards do not apply to them: the rule is skillgrad's template,
+the examples are written from train tasks by `ExampleWriter`.
+
+    examples  the rule and up to skill.max_examples worked examples (the default)
+    rule      the rule alone
+    none      nothing: only the analysts propose
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from skillgrad.loop.merge import Patch
+from skillgrad.loop.shapes import form_report
+from skillgrad.package.doc import skill_demos
+from skillgrad.package.install import skill_prompt_text
+from skillgrad.skill import END_ANCHOR, Edit, normalize_text
+from skillgrad.values import Rollout
+
+FORM_FIX_MINIBATCH = -1  # the form fix's patch, among the analysts' minibatch patches
+
+
+class FormFix(Protocol):
+    def propose(self, skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch | None:
+        """The fix's edits for this step (None: the step shows no form problem, or nothing is
+        left to add). Pure: never raises for a step's content."""
+        ...
+
+
+def pick_examples(batch: Sequence[Rollout], room: int, taken: set[str]) -> list[str]:
+    """Up to `room` task ids of the step for worked examples: tasks the target passed with full
+    marks first (their entry is its own reply), then the others; one task per expected answer
+    before a second of the same answer ("(A)", "(C)", "(B)" rather than "(A)" three times)."""
+    if room <= 0:
+        return []
+    order = sorted(
+        (r for r in batch if r.task.answers and r.task.id not in taken),
+        key=lambda r: not (r.score.passed and r.score.value >= 1.0),
+    )
+    picked: list[str] = []
+    answers: set[str] = set()
+    for distinct in (True, False):
+        for rollout in order:
+            answer = normalize_text(rollout.task.answers[0])
+            if rollout.task.id in picked or (distinct and answer in answers):
+                continue
+            picked.append(rollout.task.id)
+            answers.add(answer)
+            if len(picked) == room:
+                return picked
+    return picked
+
+
+@dataclass(frozen=True)
+class RuleAndExamples:
+    """The form rule, and with `examples` worked examples up to the cap."""
+
+    examples: bool = True
+
+    def propose(self, skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch | None:
+        report = form_report(batch)
+        if report is None or not report.is_problem():
+            return None
+        why = (
+            f"form fix: {report.off_failed} of {report.total} answers of the step failed and were "
+            f"not {report.expected_shape}"
+        )
+        edits = []
+        if normalize_text(report.rule) not in normalize_text(skill_prompt_text(skill)):
+            edits.append(Edit("add", END_ANCHOR, report.rule, why))
+        if self.examples:
+            taken = {d.task_id for d in skill_demos(skill)}
+            ids = pick_examples(batch, max_examples - len(taken), taken)
+            edits += [Edit("add_example", "", task_id, why) for task_id in ids]
+        return Patch(FORM_FIX_MINIBATCH, edits, report.failed) if edits else None
+
+
+class NoFix:
+    def propose(self, skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch | None:
+        return None
+
+
+FORM_FIXES: dict[str, FormFix] = {
+    "examples": RuleAndExamples(examples=True),
+    "rule": RuleAndExamples(examples=False),
+    "none": NoFix(),
+}

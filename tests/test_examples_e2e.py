@@ -1,0 +1,172 @@
+"""`skillgrad train` against the scripted OpenAI server: worked examples and a form rule that land.
+
+A BBH-style task set (option labels, exact match) whose scripted target answers "(B) 12/26/1951"
+(the label and a date, as the small models do) unless its skill shows it two worked examples. The
+analyst adds a form rule and two examples named by train task id; skillgrad writes the examples
+from those tasks, the candidate passes the gate, and the best skill's examples name train tasks,
+each written as the target sees the task, with its expected reply. With an analyst that proposes
+nothing, the form fix (optimizer.form_fix, the default) makes the same kind of candidate itself."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from skillgrad.backends.chat_agent import task_prompt
+from skillgrad.demos import parse_demos
+from skillgrad.values import Task
+from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, text
+from tests.test_train_e2e import FAKE_KEY, history, is_optimizer, read_json, skillgrad
+
+LABELS = "ABCD"
+RULE = "Reply with the option label alone, in parentheses, e.g. (C)."
+
+
+def items() -> list[dict[str, str]]:
+    rows = []
+    for i in range(20):
+        day = 1 + i
+        options = "\n".join(f"({x}) 0{k + 1}/{day:02d}/19{40 + i}" for k, x in enumerate(LABELS))
+        question = f"Today is 0{i % 4 + 1}/{day:02d}/19{40 + i}. What is the date today?\nOptions:\n{options}"
+        rows.append({"id": f"date-{i}", "input": question, "target": f"({LABELS[i % 4]})"})
+    return rows
+
+
+ROWS = items()
+EXPECTED = {r["input"]: r["target"] for r in ROWS}
+
+
+def target_reply(request: Request) -> str:
+    question = request.user.strip().removesuffix("Reply with the answer only.").strip()
+    label = EXPECTED[question]
+    return label if request.system.count("<!-- example ") >= 2 else f"{label} 12/26/1951"
+
+
+def example_ids(request: Request) -> list[str]:
+    """The task ids the reply schema lets the analyst name."""
+    variants = request.response_format["json_schema"]["schema"]["properties"]["edits"]["items"]["anyOf"]
+    add = next(v for v in variants if v["properties"]["op"]["enum"] == ["add_example"])
+    return add["properties"]["task"]["enum"]
+
+
+def train(tmp_path: Path, analyst, *overrides: str, estimate: bool = False) -> tuple[Path, list[Request]]:
+    data = tmp_path / "dates.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+
+    def handler(request: Request):
+        if is_optimizer(request):
+            return json_reply({"edits": analyst(request)})  # usage: ~4 characters a token
+        return text(target_reply(request))
+
+    with ScriptedOpenAI(handler) as server:
+        out = tmp_path / "run"
+        sets = [
+            "benchmark.name=bbh",
+            f"benchmark.data={data}",
+            "benchmark.train_size=6",
+            "benchmark.val_size=6",
+            "benchmark.test_size=4",
+            "benchmark.seed=1",
+            "model.backend=openai_chat",
+            f"model.base_url={server.base_url}",
+            f"model.api_key={FAKE_KEY}",
+            "model.optimizer_model=fake-optimizer",
+            "model.target_model=fake-target",
+            "train.epochs=1",
+            "train.batch_size=6",
+            "train.minibatch_size=6",
+            "train.concurrency=2",
+            f"cache.dir={tmp_path / 'cache'}",
+            *overrides,
+        ]
+        args = [a for s in sets for a in ("--set", s)]
+        if estimate:
+            projected = skillgrad("train", "--estimate", *args)
+            assert projected.returncode == 0 and not server.requests, projected.stderr
+            (tmp_path / "estimate.json").write_text(projected.stdout, encoding="utf-8")
+        proc = skillgrad("train", "--out", str(out), *args)
+        assert proc.returncode == 0, proc.stderr
+        return out, [r for r in server.requests if is_optimizer(r)]
+
+
+def split_ids(out: Path, folder: str) -> set[str]:
+    return {p.parent.name for p in out.glob(f"{folder}/*/task.json")}
+
+
+def assert_examples_of_train_tasks(out: Path, count: int) -> list[str]:
+    skill = (out / "best_skill.md").read_text(encoding="utf-8")
+    demos = parse_demos(skill)
+    train, val = split_ids(out, "steps/0001/rollouts/train"), split_ids(out, "steps/0000/rollouts/val")
+    assert len(demos) == count and len(train) == 6 and len(val) == 6
+    assert {d.task_id for d in demos} <= train and not {d.task_id for d in demos} & (
+        val | split_ids(out, "test/*")
+    )
+    by_id = {r["id"]: r for r in ROWS}
+    for demo in demos:  # written from the task as the target sees it, the reply as the scorer wants it
+        row = by_id[demo.task_id]
+        assert demo.question == task_prompt(Task(row["id"], row["input"])).strip()
+        assert demo.answer == row["target"] and demo.source == "expected"
+    return [d.task_id for d in demos]
+
+
+def test_the_analyst_adds_a_form_rule_and_two_examples_that_pass_the_gate(tmp_path: Path) -> None:
+    def analyst(request: Request) -> list[dict]:
+        first, second = example_ids(request)[:2]
+        return [
+            {"content": RULE, "op": "add", "target": "end", "rationale": "a date after the label"},
+            {"op": "add_example", "task": first, "rationale": "show the label alone"},
+            {"op": "add_example", "task": second, "rationale": "show the label alone"},
+        ]
+
+    out, asked = train(tmp_path, analyst, "optimizer.form_fix=none")
+    prompt = asked[0].user
+    assert "## The form of the answers in this whole step (6 tasks)" in prompt
+    assert "- 6 are an option label followed by more text, like '(" in prompt
+    assert "Tasks you can name: " in prompt and all(f'"{i}" (task ' in prompt for i in example_ids(asked[0]))
+    merged = read_json(out / "steps" / "0001" / "merged_patch.json")
+    assert [e["op"] for e in merged["selected"]] == ["add", "add_example", "add_example"]
+    assert merged["form_fix"] == []
+    gate = read_json(out / "steps" / "0001" / "gate.json")
+    assert gate["accepted"] is True
+    summary = read_json(out / "summary.json")
+    assert summary["baseline_val_score"] == 0.0 and summary["best_val_score"] == 1.0
+    assert summary["test"]["best"] == 1.0 > summary["test"]["baseline"]
+    ids = assert_examples_of_train_tasks(out, 2)
+    skill = (out / "best_skill.md").read_text(encoding="utf-8")
+    assert skill.startswith(RULE + "\n\n<!-- examples -->")
+    assert [e["op"] for e in history(out)[0]["edits"]] == ["add", "add_example", "add_example"]
+    report = skillgrad("report", str(out))
+    assert report.returncode == 0, report.stderr
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert f"2 example(s), from train task(s) {', '.join(ids)}" in html
+    assert "not among this run" not in html
+
+
+def test_the_form_fix_proposes_the_rule_and_examples_when_the_analyst_proposes_nothing(
+    tmp_path: Path,
+) -> None:
+    out, _ = train(tmp_path, lambda request: [], estimate=True)
+    merged = read_json(out / "steps" / "0001" / "merged_patch.json")
+    fix = merged["form_fix"]
+    assert [e["op"] for e in fix] == ["add", "add_example", "add_example", "add_example"]
+    assert fix[0]["content"].startswith("Reply with the label of the right option alone, in parentheses")
+    assert all(e["rationale"].startswith("form fix: 6 of 6 answers of the step") for e in fix)
+    assert [e["op"] for e in merged["selected"]] == ["add", "add_example", "add_example", "add_example"]
+    assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is True
+    ids = assert_examples_of_train_tasks(out, 3)
+    labels = {r["id"]: r["target"] for r in ROWS}
+    assert len({labels[i] for i in ids}) == 3  # one example per expected label before a second
+    # the estimate counts what the examples add to every later prompt
+    projected = json.loads((tmp_path / "estimate.json").read_text(encoding="utf-8"))["total"]
+    real = read_json(out / "summary.json")["usage"]["total"]
+    assert 1 / 1.5 <= projected["total_tokens"] / (real["input_tokens"] + real["output_tokens"]) <= 1.5
+
+
+def test_without_examples_the_form_fix_adds_the_rule_alone(tmp_path: Path) -> None:
+    out, asked = train(tmp_path, lambda request: [], "skill.max_examples=0")
+    assert "## Worked examples" not in asked[0].user  # nothing to offer
+    assert "add_example" not in json.dumps(asked[0].response_format)
+    merged = read_json(out / "steps" / "0001" / "merged_patch.json")
+    assert [e["op"] for e in merged["form_fix"]] == ["add"]
+    # the rule alone does not fix this target's form: validated, and rejected by the gate
+    assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is False

@@ -1,0 +1,77 @@
+"""The form fix (loop/formfix.py): skillgrad's own rule and worked examples for a step whose
+answers have the wrong form, and nothing where the form is not what fails them."""
+
+from __future__ import annotations
+
+from skillgrad.benchmarks.bbh import score_target
+from skillgrad.benchmarks.scoring import score_numeric
+from skillgrad.demos import demo_from_task, with_demos
+from skillgrad.loop.formfix import FORM_FIX_MINIBATCH, FORM_FIXES, pick_examples
+from skillgrad.values import AgentResult, Rollout, Task
+
+RULE = "Reply with the label of the right option alone, in parentheses, for example (C); no other words."
+
+
+def date(i: int, label: str) -> Task:
+    return Task(
+        f"d{i}",
+        f"What is the date {i} days ago?\nOptions:\n(A) 01/0{i}/1990\n(B) 02/0{i}/1990",
+        None,
+        (label,),
+    )
+
+
+TASKS = [date(i, label) for i, label in enumerate(["(A)", "(A)", "(B)", "(A)", "(C)", "(B)"])]
+
+
+def exact(task: Task, answer: str) -> Rollout:
+    return Rollout(task, AgentResult(answer=answer), score_target(answer, task.answers[0]))
+
+
+def step(answers: list[str]) -> list[Rollout]:
+    return [exact(t, a) for t, a in zip(TASKS, answers, strict=True)]
+
+
+def test_a_step_of_label_and_date_answers_gets_the_rule_and_three_examples_of_distinct_labels() -> None:
+    batch = step(["(B) 12/26/1951"] * 6)
+    patch = FORM_FIXES["examples"].propose("", batch, 3)
+    assert patch is not None and patch.minibatch == FORM_FIX_MINIBATCH and patch.failures == 6
+    assert [(e.op, e.content) for e in patch.edits] == [
+        ("add", RULE),
+        ("add_example", "d0"),
+        ("add_example", "d2"),
+        ("add_example", "d4"),
+    ]
+    assert patch.edits[0].rationale == (
+        "form fix: 6 of 6 answers of the step failed and were not an option label in parentheses, like (A)"
+    )
+    assert [e.op for e in FORM_FIXES["rule"].propose("", batch, 3).edits] == ["add"]  # type: ignore[union-attr]
+    assert FORM_FIXES["none"].propose("", batch, 3) is None
+
+
+def test_tasks_the_target_passed_come_first_and_only_the_room_left_is_filled() -> None:
+    batch = step(["(B) 12/26/1951", "(A) x", "(B) y", "(A) z", "(C)", "(B) w"])
+    assert pick_examples(batch, 2, set()) == ["d4", "d0"]  # d4 passed: its entry is the target's own reply
+    held = with_demos(RULE + "\n", [demo_from_task(TASKS[0]), demo_from_task(TASKS[2])])
+    patch = FORM_FIXES["examples"].propose(held, batch, 3)
+    assert patch is not None and [(e.op, e.content) for e in patch.edits] == [("add_example", "d4")]
+    full = with_demos(RULE + "\n", [demo_from_task(t) for t in TASKS[:3]])
+    assert FORM_FIXES["examples"].propose(full, batch, 3) is None  # the rule is there, no room left
+
+
+def test_no_fix_where_answers_of_another_form_pass_or_already_have_the_form() -> None:
+    assert FORM_FIXES["examples"].propose("", step(["(A)", "(B)", "(A)", "(A)", "(B)", "(B)"]), 3) is None
+    assert FORM_FIXES["examples"].propose("", step(["(B) 1", "(A) 2", "(A)", "(B)", "(C)", "(C)"]), 3) is None
+    numbers = [Task(f"g{i}", f"{i} + {i}?", None, (str(2 * i),)) for i in range(1, 7)]
+    worked = [f"{i} and {i} make {2 * i}." if i < 5 else f"It is {i}." for i in range(1, 7)]
+    batch = [
+        Rollout(t, AgentResult(answer=a), score_numeric(a, t.answers))
+        for t, a in zip(numbers, worked, strict=True)
+    ]
+    assert FORM_FIXES["examples"].propose("", batch, 3) is None  # the scorer reads the number out of any form
+    spans = [Task(f"s{i}", "Who?", None, ("Ann Lee",)) for i in range(4)]
+    wordy = [
+        Rollout(t, AgentResult(answer="It was Ann Lee."), score_target("It was Ann Lee.", "Ann Lee"))
+        for t in spans
+    ]
+    assert FORM_FIXES["examples"].propose("", wordy, 3) is None  # a span has no form to state

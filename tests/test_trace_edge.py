@@ -342,6 +342,7 @@ FIELDS = [
     "isSidechain", "parentUuid", "uuid", "parent_tool_use_id", "isMeta", "data", "subtype", "result",
     "agentId", "parentToolUseID", "sessionId", "terminal_reason", "usage", "todos", "prompt",
     "toolUseResult", "operation", "stop_reason", "hookErrors", "preventedContinuation",
+    "preventContinuation", "stopReason", "key", "exit_code", "outcome", "hook_name", "level",
 ]  # fmt: skip
 
 
@@ -354,6 +355,10 @@ def test_any_record_shape_parses_without_raising(seed: int) -> None:
         record["type"] = rng.choice(
             ["assistant", "user", "system", "result", "progress", "queue-operation", None]
         )
+        if record["type"] == "system" and rng.random() < 0.5:
+            record["subtype"] = rng.choice(
+                ["stop_hook_summary", "informational", "notification", "hook_response", "local_command"]
+            )
         if rng.random() < 0.5:
             blocks = [
                 {

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from skillgrad.config import TraceConfig
 from skillgrad.traces.claude import load_session
 from skillgrad.traces.files import load_any_session
 from skillgrad.traces.session import ParsedSession
+from skillgrad.traces.show import TraceShow, show_trace
 from skillgrad.traces.steps import TraceCaps, TraceStep, is_session_note, one_line
 from skillgrad.traces.user_turns import BOILERPLATE, boilerplate
 from skillgrad.traces.view import render_view
@@ -114,6 +116,8 @@ def test_real_session_view(name: str, budget: int) -> None:
     markers = [line for line in view.splitlines() if line.startswith("[...")]
     assert not any(re.search(r"\b(\w+) \1\b", m) for m in markers)  # no doubled words
     assert "Caveat: The messages below" not in view  # harness boilerplate is noise
+    shown = show_trace(session, TraceConfig(), TraceShow(budget=budget))  # `skillgrad trace --budget`
+    assert len(shown) <= budget and shown.startswith("# session: ")
     texts = [one_line(s.text) for s in session.steps if s.kind == "text" and s.agent is not None]
     reports = [
         one_line(s.text) for s in session.steps if s.kind == "tool_result" and s.tool in ("Task", "Agent")

@@ -43,7 +43,8 @@ def _is_hook_error(step: TraceStep | None) -> bool:
 
 def _stop_summary(event: dict[str, Any], agent: str | None) -> HookOutcome:
     out = HookOutcome()
-    errors = [_plain(e) for e in event.get("hookErrors") or [] if _plain(e)]
+    raw = event.get("hookErrors")
+    errors = [_plain(e) for e in (raw if isinstance(raw, list) else [raw] if raw else []) if _plain(e)]
     if errors:
         out.steps.append(hook_error_step(f"stop hook error: {'; '.join(errors)}", agent))
     if flag(event.get("preventedContinuation")):

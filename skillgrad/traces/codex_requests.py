@@ -22,6 +22,12 @@ _REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ (len=\d+ sha=\w+)\]")
 _RECENT = 16  # unpaired messages remembered, for a pair whose two records are not adjacent
 
 
+def redacted_empty(text: str) -> bool:
+    """A redacted file's placeholder for an empty text (`[REDACTED_MESSAGE len=0 sha=...]`)."""
+    found = _REDACTED.fullmatch(text.strip())
+    return found is not None and found.group(1).startswith("len=0 ")
+
+
 def _key(text: str) -> str:
     """What two records of one message share: the text with spaces folded, and a redaction
     placeholder (`[REDACTED_TEXT len=N sha=H]` / `[REDACTED_MESSAGE ...]`) by its length and hash."""

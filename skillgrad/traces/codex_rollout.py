@@ -29,7 +29,7 @@ import orjson
 
 from skillgrad.text import clean_text
 from skillgrad.traces.codex import unwrap_argv, unwrap_command
-from skillgrad.traces.codex_requests import Requests
+from skillgrad.traces.codex_requests import Requests, redacted_empty
 from skillgrad.traces.codex_unified import UnifiedExec
 from skillgrad.traces.steps import session_note
 from skillgrad.traces.summaries import one_line_value
@@ -196,9 +196,9 @@ class _Reader:
             self.item(payload)
         elif kind == "compacted":
             history = payload.get("replacement_history")
-            self.compaction(
-                str(payload.get("message") or ""), len(history) if isinstance(history, list) else None
-            )
+            summary = str(payload.get("message") or "")
+            kept = len(history) if isinstance(history, list) else None
+            self.compaction("" if redacted_empty(summary) else summary, kept)
         elif kind == "session_meta":
             self.version = str(payload.get("cli_version") or "")
 

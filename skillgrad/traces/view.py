@@ -26,6 +26,7 @@ from skillgrad.traces.view_items import (
     Item,
     between_failures,
     build_items,
+    error_text_key,
     final_answer_index,
     is_error,
     merge_errors,
@@ -247,18 +248,19 @@ def _must_keep(trace: _Trace, items: list[Item], stage: _Stage, skip: set[int]) 
 
 
 def _fill_order(trace: _Trace, items: list[Item], skip: set[int]) -> list[int]:
-    """The optional items, best first: errors (one of each kind), the agent's words between
-    failures, repeated errors, user turns, then main-agent steps alternately from the end and the
-    start, then subagent steps the same way."""
+    """The optional items, best first: errors (the first that says each thing), the agent's words
+    between failures, errors that say what another already said (of another call too), user turns,
+    then main-agent steps alternately from the end and the start, then subagent steps the same way."""
     n = len(items)
     alternating = [n - 1 - k // 2 if k % 2 == 0 else k // 2 for k in range(n)]
     seen: set[str] = set()
     repeat: set[int] = set()
     for k in alternating:
         if items[k].error:
-            if items[k].signature in seen:
+            said = error_text_key(trace.steps[items[k].error_at or items[k].first])
+            if said in seen:
                 repeat.add(k)
-            seen.add(items[k].signature)
+            seen.add(said)
 
     words = set(trace.word_items)
 
@@ -306,13 +308,15 @@ def _last_resort(
     layout: _Layout, must: list[int], skip: set[int], widths: list[int | None], user_width: int, budget: int
 ) -> _Plan | None:
     """Only the ends and the answer are sure: every line at the widest width that shows as many
-    errors as the narrowest does (narrower lines before fewer errors), then the rest."""
+    errors (and words between failures) as the narrowest does (narrower lines before fewer
+    errors), then the rest."""
     fits = [w for w in widths if _must_plan(layout, must, w, user_width, budget) is not None]
     if not fits:
         return None
     trace, items = layout.trace, layout.items
     order = _fill_order(trace, items, skip | set(must))
-    errors = [k for k in order if items[k].error]
+    words = set(trace.word_items)
+    errors = [k for k in order if items[k].error or k in words]  # the agent's words rank among them
     trials: dict[int, _Plan] = {}
 
     def trial(i: int) -> _Plan:  # the plan at fits[i], its errors filled
@@ -332,7 +336,7 @@ def _last_resort(
         else:
             low = mid + 1
     plan = trial(low)
-    _fill(plan, [k for k in order if not items[k].error], budget, fits[low])
+    _fill(plan, [k for k in order if not (items[k].error or k in words)], budget, fits[low])
     return plan
 
 

@@ -54,14 +54,18 @@ def is_answer(step: TraceStep) -> bool:
     return step.kind == "text" and step.agent is None and not step.is_error
 
 
+def error_text_key(step: TraceStep) -> str:
+    """What an error says, whichever call caused it: its kind, tool, agent and whole text."""
+    digest = hashlib.blake2b(" ".join(step.text.split()).encode("utf-8", "replace"), digest_size=16)
+    return f"{step.kind}|{step.tool}|{step.agent}|{digest.hexdigest()}"
+
+
 def error_key(steps: list[TraceStep], index: int) -> str:
-    """What a repeat of the error at `index` shares with it: its kind, tool and agent, the call
-    that caused it (the same command or input) and its whole text (spaces folded)."""
-    step = steps[index]
+    """What a repeat of the error at `index` shares with it: what it says (error_text_key) and the
+    call that caused it (the same command or input)."""
     call = call_of(steps, index)
     said = " ".join(steps[call].text.split()) if call is not None else ""
-    digest = hashlib.blake2b(" ".join(step.text.split()).encode("utf-8", "replace"), digest_size=16)
-    return f"{step.kind}|{step.tool}|{step.agent}|{said}|{digest.hexdigest()}"
+    return f"{error_text_key(steps[index])}|{said}"
 
 
 def call_of(steps: list[TraceStep], index: int) -> int | None:

@@ -411,6 +411,8 @@ def test_codex_compaction_is_a_compact_step_like_claude_codes() -> None:
         ([("compacted", {"message": "The user asked to fix the build; tests pass."})],
          "conversation compacted (44 chars of summary): The user asked to fix the build; tests pass."),
         ([event], "conversation compacted (no summary text)"),
+        ([("response_item", {"type": "compaction", "encrypted_content": "gAAAA..."}), event],
+         "conversation compacted (no summary text)"),
     ]:  # fmt: skip
         session = rollout_steps(rollout(*head, *compaction, *tail))
         assert [(s.kind, s.tool, s.text) for s in session.steps] == [

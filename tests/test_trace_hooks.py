@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from skillgrad.config import TraceConfig
 from skillgrad.traces.claude import load_session, steps_from_events
 from skillgrad.traces.show import TraceShow, show_trace
@@ -252,3 +254,71 @@ def test_hook_steps_fit_every_view() -> None:
     for budget in (100, 600, 4000):
         view = render_view(steps, TraceCaps(total_chars=budget))
         assert len(view) <= budget and read_view(view, steps).problems == []
+
+
+def attachment(uuid: str, parent: str, **fields: Any) -> dict[str, Any]:
+    """A later 2.1 transcript's `attachment` record (the CLI writes hook outcomes as these)."""
+    return record("attachment", uuid, parent, attachment=fields)
+
+
+def test_hook_attachments_of_later_transcripts(tmp_path: Path) -> None:
+    """2.1.2xx writes `hook_non_blocking_error` / `hook_blocking_error` / `hook_stopped_continuation`
+    attachments: an error, a block, a block that ended the session."""
+    edit = {
+        "type": "tool_use",
+        "id": "toolu_01",
+        "name": "Write",
+        "input": {"file_path": "pom.xml", "content": "x"},
+    }
+    wrote = answer("a2", "u1", "")
+    wrote["message"]["content"] = [edit]
+    done = {"type": "tool_result", "tool_use_id": "toolu_01", "content": "File created successfully"}
+    outdated = "Failed with non-blocking status code: outdated dependencies, use these versions instead"
+    rows = [
+        prompt("u1", None, "Add the json dependency."),
+        wrote,
+        attachment("h1", "a2", type="hook_non_blocking_error", hookName="PreToolUse:Write",
+                   toolUseID="toolu_01", hookEvent="PreToolUse", stderr=outdated, stdout="", exitCode=1,
+                   command="yul", durationMs=5349),
+        prompt("u2", "h1", [done]),
+        attachment("h2", "u2", type="hook_blocking_error", hookName="PostToolUse:Write", toolUseID="toolu_01",
+                   hookEvent="PostToolUse", blockingError={"blockingError": "[lint.sh]: style violation",
+                                                           "command": "lint.sh"}),
+        answer("a3", "h2", "Fixed the style."),
+        attachment("h3", "a3", type="hook_stopped_continuation", message="budget reached", hookName="Stop",
+                   toolUseID="t", hookEvent="Stop"),
+    ]  # fmt: skip
+    session = load_session(write(tmp_path, rows))
+    assert [(s.kind, s.tool, s.is_error, s.text) for s in session.steps] == [
+        ("tool_call", "Write", False, "pom.xml (1 line, 1 chars)"),
+        ("text", "hook", True, f"PreToolUse:Write hook error: {outdated}"),
+        ("tool_result", "Write", False, "File created successfully"),
+        ("user", "hook", False, "PostToolUse:Write hook blocked: [lint.sh]: style violation"),
+        ("text", None, False, "Fixed the style."),
+        ("user", "hook", False, "Stop hook stopped the session: budget reached"),
+    ]
+    assert session.status == "finished"
+    assert session.evidence == "a hook stopped the turn: Stop hook stopped the session: budget reached"
+
+
+@pytest.mark.parametrize("order", ["attachment, feedback, summary", "summary, feedback", "feedback, summary"])
+def test_a_stop_hook_block_is_one_step_whichever_records_say_it(tmp_path: Path, order: str) -> None:
+    """A Stop hook that blocked: its attachment, the "Stop hook feedback" message the agent reads
+    and the summary that lists it again (in the order the CLI version writes them) are one block,
+    never also an error; the agent's answer after it ends the session."""
+    said = "no audit record yet: add one before you stop"
+    forms = {
+        "attachment": attachment("h1", "a1", type="hook_blocking_error", hookName="Stop", hookEvent="Stop",
+                                 blockingError={"blockingError": said, "command": "check-audit-stop.sh"}),
+        "feedback": prompt("u2", "a1", f"Stop hook feedback:\n{said}", isMeta=True),
+        "summary": stop_summary("s1", "a1", [said], prevented=False),
+    }  # fmt: skip
+    rows = [
+        *first_turn(),
+        *(forms[f] for f in order.split(", ")),
+        answer("a2", "u2", "Added the audit record."),
+    ]
+    session = load_session(write(tmp_path, rows))
+    hooks = [(s.kind, s.is_error) for s in session.steps if s.tool == "hook"]
+    assert hooks == [("user", False)], [s.text for s in session.steps]
+    assert session.status == "finished" and session.final_answer == "Added the audit record."

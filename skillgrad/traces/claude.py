@@ -12,7 +12,7 @@ once, as the Task result. What the user or a hook says after the first prompt be
 A file of several appended runs yields the last run. Whether the session ended is decided from
 evidence (claude_turns.py): a result record, or for a transcript how its main thread stops (a hook
 that stopped it ended it); an unfinished session gets a closing note (steps.session_note) that says
-why. Hooks are read as they happened (claude_hooks.py).
+why. Hooks are read as they happened, from system and `attachment` records (claude_hooks.py).
 """
 
 from __future__ import annotations

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.text import clean_text
-from skillgrad.traces.claude_hooks import read_hook_record
+from skillgrad.traces.claude_hooks import add_hook_steps, read_hook_attachment, read_hook_record
 from skillgrad.traces.claude_turns import MessageQueue, TurnEvidence, content_text, flag
+from skillgrad.traces.steps import HOOK
 from skillgrad.traces.summaries import summarize_tool_input
 from skillgrad.traces.user_turns import (
     REJECTION_PREFIX,
@@ -118,6 +119,8 @@ class Builder:
             self.run.result = event  # the last one of a run wins: a resumed session has several
         elif kind == "queue-operation":
             self.run.queue.operation(event)
+        elif kind == "attachment":
+            self._hook(event)
 
     def _new_run(self) -> None:
         transcript = self.run.turns.transcript
@@ -138,14 +141,19 @@ class Builder:
         self.run.turns.system(subtype)
 
     def _hook(self, event: dict[str, Any]) -> None:
-        """A system record about a hook: its error or block, where it happened (claude_hooks.py)."""
+        """A record about a hook: its error or block, where it happened (claude_hooks.py)."""
         run = self.run
         agent = self._agent_of(event) if flag(event.get("isSidechain")) else None
         label = agent if isinstance(agent, str) else None
-        outcome = read_hook_record(event, run.steps[-1] if run.steps else None, label)
+        if event.get("type") == "attachment":
+            outcome = read_hook_attachment(event.get("attachment"), label)
+        else:
+            last = run.steps[-1] if run.steps else None
+            recent_error = last is not None and last.tool == HOOK and last.kind == "text"
+            outcome = read_hook_record(event, label, recent_error)
         if outcome is None:
             return
-        run.steps.extend(outcome.steps)
+        add_hook_steps(run.steps, outcome.steps)
         if outcome.stopped and label is None:
             run.turns.stopped_by_hook(outcome.stopped)
 
@@ -280,7 +288,10 @@ class Builder:
                 run.queue.shown(text)
             step = user_step(text, is_meta=meta, is_compact=compact, agent=agent) if is_turn else None
             if step is not None:
-                run.steps.append(step)
+                if step.tool == HOOK:  # a hook's feedback: once, whichever record said it first
+                    add_hook_steps(run.steps, [step])
+                else:
+                    run.steps.append(step)
                 if agent is None and is_hook_stop(step):
                     run.turns.stopped_by_hook(step.text)
                 elif agent is None and starts_turn(step):

@@ -9,7 +9,8 @@ outputs -> `tool_result`, an error when the process exited non-zero or the tool 
 (`execution error: ...`, codex_unified.py); unified exec polls are tied to their command. User
 messages after the first request -> `user` follow-ups, each message once, whichever record says it
 (codex_requests.py); the harness's own context messages and reasoning are dropped. A compaction
-(`compacted`, `event_msg context_compacted`) -> a `user compact` step, as Claude Code's.
+(`compacted`, `event_msg context_compacted`, a `compaction` / `context_compaction` response item)
+-> one `user compact` step, as Claude Code's.
 
 How the session ended comes from what its CLI version writes: a last turn closed by
 `task_complete` finished, one without it stopped mid-turn. A rollout that writes no turn events at
@@ -271,6 +272,8 @@ class _Reader:
                 steps.append(TraceStep("text", text))
                 self.session.final_answer = steps[-1].text
                 self.last = "answer"
+        elif kind in ("compaction", "context_compaction"):  # later CLIs: the compacted history's marker
+            self.compaction("", None)
         elif kind == "web_search_call":
             raw = payload.get("action")
             action: dict[str, Any] = raw if isinstance(raw, dict) else {}

@@ -53,20 +53,17 @@ def _cut(line: str, room: int) -> str:
 def fit_header(lines: list[str], room: int) -> str:
     """The header lines within `room` characters: the first always (cut to fit), then the others
     while they fit; the ones that do not are counted on the last line."""
-    out = [_cut(lines[0], room)]
-    for line in lines[1:]:
-        if len("\n".join([*out, line])) <= room:
-            out.append(line)
-            continue
-
-        def more() -> str:
-            return f"# ... {_plural(len(lines) - len(out), 'more header line')} (--full shows them)"
-
-        while len(out) > 1 and len("\n".join([*out, more()])) > room:
-            out.pop()
-        if len("\n".join([*out, more()])) <= room:
-            out.append(more())
-        break
+    out, rest = [_cut(lines[0], room)], lines[1:]
+    while rest and len("\n".join([*out, rest[0]])) <= room:
+        out.append(rest.pop(0))
+    while rest:  # the count of what did not fit, a shown line giving way to it when it must
+        more = f"# ... {_plural(len(rest), 'more header line')} (--full shows them)"
+        if len("\n".join([*out, more])) <= room:
+            out.append(more)
+            break
+        if len(out) == 1:
+            break
+        rest.insert(0, out.pop())
     return "\n".join(out)
 
 

@@ -257,7 +257,8 @@ def _fill_order(trace: _Trace, items: list[Item], skip: set[int]) -> list[int]:
     repeat: set[int] = set()
     for k in alternating:
         if items[k].error:
-            said = error_text_key(trace.steps[items[k].error_at or items[k].first])
+            at = items[k].error_at
+            said = error_text_key(trace.steps[items[k].first if at is None else at])
             if said in seen:
                 repeat.add(k)
             seen.add(said)

@@ -87,7 +87,9 @@ def _session_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="the session's separate subagent files (agent-*.jsonl)",
     )
     shown = trace.add_mutually_exclusive_group()
-    shown.add_argument("--budget", type=int, metavar="N", help="the optimizer's view at N characters")
+    shown.add_argument(
+        "--budget", type=int, metavar="N", help="the optimizer's view in N characters, the header included"
+    )
     shown.add_argument("--full", action="store_true", help="every step, uncapped")
     shown.add_argument("--json", action="store_true", help="the steps as JSON lines")
     _config_flags(trace)  # the view's caps are the config's `trace.*` keys; no backend runs

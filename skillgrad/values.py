@@ -133,8 +133,10 @@ class TraceStep:
 
     kind: `text` (the agent wrote), `tool_call`, `tool_result`, or `user` (what the user or a hook
     said after the first prompt). tool: the tool's name; for `user` steps the source (`follow-up`,
-    `interrupt`, `hook`, `command`, `rejection`, `compact`). agent: the subagent that took the step
-    (None for the main agent). ref: the tool-use id that pairs a call with its result.
+    `interrupt`, `hook`, `command`, `rejection`, `compact`, `notification`); for `text` steps None,
+    or who wrote it instead of the agent: `hook` (a hook failed without blocking) or `session` (the
+    parser's note that closes an unfinished session). agent: the subagent that took the step (None
+    for the main agent). ref: the tool-use id that pairs a call with its result.
     """
 
     kind: StepKind

@@ -98,12 +98,15 @@ def test_long_sessions_with_a_lone_surrogate_train_to_the_end(tmp_path: Path) ->
         for p in (out / "steps" / "0001" / "rollouts" / "train").rglob("answer.txt")
     ]
     assert answers and all("\ufffd" in a for a in answers)  # replaced, not dropped, not raised
-    # the analyst saw each failed session's budgeted view: the repeated error collapsed, the ending kept
+    # the analyst saw each failed session's budgeted view: the ending kept, and each of the eight
+    # different failing commands on its own line or counted by the gap that hides it
     prompt = analyst[0].user_text()
     sections = trace_sections(prompt)
     assert len(sections) == 4 and sum(len(HEADING) + len(s) for s in sections) <= PROMPT_CHARS
     for section in sections:
-        assert re.search(r"steps \d+-\d+: \d+x \[tool_call Bash\] ls /nonexistent-dir-\d+ -> ERROR", section)
+        shown = re.findall(r"^\d+-\d+\. \[tool_call Bash\] ls /nonexistent-dir-\d+ -> ERROR", section, re.M)
+        hidden = sum(int(n) for n in re.findall(r"^\[\.\.\. .*?, (\d+) errors?", section, re.M))
+        assert shown and len(shown) + hidden == FAILING_CALLS
         assert "I believe the capital of" in section and "\ufffd" in section
     written = next((out / "steps" / "0001" / "rollouts" / "train").iterdir()) / "claude_trace_steps.txt"
     view = written.read_text(encoding="utf-8")

@@ -417,9 +417,11 @@ def test_task_result_agent_id_splices_the_agent_file_and_an_unmatched_file_warns
         ("tool_result", None),  # the report, once: the subagent's last text repeated it
         ("text", None),
     ]
-    assert session.warnings == [
-        "agent file agent-acompact-1.jsonl (agentId acompact-1) matches no Task call of this session: "
-        "left out (1 step)"
+    assert session.warnings == []  # a compaction agent's file belongs to no Task: no false warning
+    stray = tmp_path / "agent-a9.jsonl"
+    stray.write_text("".join(json.dumps({**r, "agentId": "a9"}) + "\n" for r in other), encoding="utf-8")
+    assert load_session(files[0], [files[1], stray]).warnings == [
+        "agent file agent-a9.jsonl (agentId a9) matches no Task call of this session: left out (1 step)"
     ]
     # the 2.1 result text's own line links it as well
     linked = [*main[:2], answer_of("task1", "The repo has src.\nagentId: a1b2c3d (for resuming)"), main[3]]

@@ -6,6 +6,7 @@ the shapes of the CLI's `exec_events.rs` and rollout records."""
 from __future__ import annotations
 
 import json
+import random
 import re
 import subprocess
 import sys
@@ -14,15 +15,21 @@ from typing import Any
 
 import pytest
 
+from skillgrad.config import TraceConfig
 from skillgrad.traces.codex import parse_jsonl, steps_from_codex_events, unwrap_command
 from skillgrad.traces.codex_rollout import rollout_steps
 from skillgrad.traces.files import is_codex_file, load_any_session, load_trace_steps
-from skillgrad.traces.steps import TraceCaps, render_full
+from skillgrad.traces.show import TraceShow, show_trace
+from skillgrad.traces.steps import TraceCaps, is_session_note, render_full
 from skillgrad.traces.view import render_view
 
 FIXTURES = Path(__file__).parent / "fixtures" / "codex"
 CLAUDE_STREAM = Path(__file__).parent / "fixtures" / "claude_code" / "cli_tools.stream.jsonl"
 WORKSPACE = Path("/workspace")
+REAL_CODEX = Path(__file__).resolve().parents[2] / "shared" / "reference" / "codex" / "real"
+needs_real_codex = pytest.mark.skipif(
+    not REAL_CODEX.is_dir(), reason="real Codex rollouts not present (../shared)"
+)
 
 
 def events(name: str) -> list[dict]:
@@ -315,3 +322,199 @@ def test_older_json_outputs_and_refusals_read_their_exit_code() -> None:
         ("write_stdin", "poll session 7", False),
         ("write_stdin", "write_stdin failed: Unknown process id 7", True),
     ]
+
+
+def call(ref: str, name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return "response_item", {"type": "function_call", "name": name, "arguments": json.dumps(arguments),
+                             "call_id": ref}  # fmt: skip
+
+
+def output(ref: str, text: str) -> tuple[str, dict[str, Any]]:
+    return "response_item", {"type": "function_call_output", "call_id": ref, "output": text}
+
+
+META_040 = ("session_meta", {"id": "01998190", "originator": "codex_vscode", "cli_version": "0.40.0"})
+STARTED = ("event_msg", {"type": "task_started", "turn_id": "t1", "model_context_window": 258400})
+
+
+def test_a_rollout_without_turn_events_is_judged_by_how_it_stops() -> None:
+    """Codex 0.40 wrote no task_started / task_complete: ending on the answer with no call open is
+    finished, with no invented step; stopping on a call, an output or a message is not."""
+    shell = call("c1", "shell", {"command": ["bash", "-lc", "rg supabase | head"], "workdir": "/repo"})
+    asked = [META_040, user_item("Plan the migration."), user_event("Plan the migration."), shell]
+    done = rollout_steps(rollout(*asked, output("c1", '{"output":"a.ts\\n","metadata":{"exit_code":0}}'),
+                                 reply("**Plan** ...")))  # fmt: skip
+    assert done.finished and done.final_answer == "**Plan** ..."
+    assert (
+        done.evidence
+        == "the session ends on the agent's answer with no call open (Codex 0.40.0 writes no turn events)"
+    )
+    assert [(s.kind, s.text) for s in done.steps] == [
+        ("tool_call", "rg supabase | head"),  # the script of `shell`'s argv, whole
+        ("tool_result", "exit code 0: a.ts"),
+        ("text", "**Plan** ..."),
+    ]
+    for records, evidence in [
+        (asked, "the last shell call never got its output"),
+        ([*asked, output("c1", "x")], "the last tool output was never answered: the session stops mid-turn"),
+        ([*asked, output("c1", "x"), reply("Done."), user_item("And tests?"), user_event("And tests?")],
+         "the last user message was never answered"),
+    ]:  # fmt: skip
+        cut = rollout_steps(rollout(*records))
+        assert not cut.finished and cut.evidence == evidence
+        assert is_session_note(cut.steps[-1]) and cut.steps[-1].text == f"session unfinished: {evidence}"
+    # a version that writes turn events still needs its last turn's task_complete
+    newer = rollout_steps(rollout(STARTED, user_item("Plan it."), user_event("Plan it."), reply("Plan.")))
+    assert not newer.finished and newer.evidence.startswith("the last turn has no task_complete event")
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "execution error: No such file or directory (os error 2)",
+        "failed to parse function arguments: expected value at line 1 column 1",
+        "unsupported call: container.exec",
+        "unsupported custom tool call: apply_patch_v2",
+        "sandbox denied exec error, exit code: 1, stdout: , stderr: Operation not permitted",
+        "command timed out after 10000 milliseconds",
+        "exec command rejected by user",
+        "patch rejected: writing outside of the project",
+        "apply_patch verification failed: invalid hunk at line 3",
+        "aborted by user after 2.5s",
+        "unknown session id 4",
+    ],
+)
+def test_codex_tool_failures_are_errors(said: str) -> None:
+    """What the CLI answers instead of a command's output when the call could not run."""
+    shell = call("c1", "shell", {"command": ["ls", "/nope"]})
+    steps = rollout_steps(
+        rollout(STARTED, user_item("List it."), shell, output("c1", said), reply("No."), DONE)
+    ).steps
+    result = next(s for s in steps if s.kind == "tool_result")
+    assert result.is_error and result.text == said
+    view = render_view(steps, TraceCaps(total_chars=300))
+    assert f"ERROR {said[:20]}" in view
+
+
+def test_codex_compaction_is_a_compact_step_like_claude_codes() -> None:
+    """`compacted` (with its summary, or, as 0.10x writes it, an empty message and the replacement
+    history) and `event_msg context_compacted` are one `user compact` step per compaction."""
+    history = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix it."}]},
+               {"type": "compaction", "encrypted_content": "gAAAA..."}]  # fmt: skip
+    head = [STARTED, user_item("Fix it."), user_event("Fix it."), reply("Looking.")]
+    tail = [reply("Fixed."), DONE]
+    record = ("compacted", {"message": "", "replacement_history": history})
+    event = ("event_msg", {"type": "context_compacted"})
+    for compaction, text in [
+        ([record, event], "conversation compacted (no summary text; 2 earlier items kept)"),
+        ([event, record], "conversation compacted (no summary text; 2 earlier items kept)"),
+        ([("compacted", {"message": "The user asked to fix the build; tests pass."})],
+         "conversation compacted (44 chars of summary): The user asked to fix the build; tests pass."),
+        ([event], "conversation compacted (no summary text)"),
+        ([("response_item", {"type": "compaction", "encrypted_content": "gAAAA..."}), event],
+         "conversation compacted (no summary text)"),
+    ]:  # fmt: skip
+        session = rollout_steps(rollout(*head, *compaction, *tail))
+        assert [(s.kind, s.tool, s.text) for s in session.steps] == [
+            ("text", None, "Looking."),
+            ("user", "compact", text),
+            ("text", None, "Fixed."),
+        ]
+        assert session.finished and f"2. [user compact] {text}" in render_view(session.steps)
+
+
+def test_codex_user_messages_pair_by_position_and_context_items_are_dropped() -> None:
+    """An image makes the item's text differ from its event's; a redacted file hides the context's
+    prefix: the pair still shows once, and items set up before the turn are no messages."""
+    image = ("response_item", {"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "Why is this red?"}, {"type": "input_text", "text": "<image>"},
+        {"type": "input_image", "image_url": "data:image/png;base64,iVBOR"},
+        {"type": "input_text", "text": "</image>"},
+    ]})  # fmt: skip
+    shown = (
+        "event_msg",
+        {"type": "user_message", "message": "Why is this red?", "images": ["data:image/png"]},
+    )
+    records = rollout(
+        user_item("[REDACTED_TEXT len=3021 sha=dc9e82a0]"),  # AGENTS.md and the environment, hidden
+        user_item("[REDACTED_TEXT len=112 sha=87497b81]"),
+        STARTED,
+        user_item("[REDACTED_TEXT len=32 sha=821fd802]"),
+        ("event_msg", {"type": "user_message", "message": "[REDACTED_MESSAGE len=32 sha=821fd802]"}),
+        reply("Looking."),
+        DONE,
+        STARTED,
+        image,
+        shown,
+        reply("The test fails."),
+        DONE,
+    )  # fmt: skip
+    session = rollout_steps(records)
+    assert [(s.kind, s.text) for s in session.steps] == [
+        ("text", "Looking."),
+        ("user", "Why is this red?\n[image]"),
+        ("text", "The test fails."),
+    ]
+    items_only = rollout_steps([r for r in records if r["payload"].get("type") != "user_message"])
+    assert [s.text for s in items_only.steps if s.kind == "user"] == ["Why is this red?\n[image]"]
+
+
+@needs_real_codex
+def test_real_codex_040_rollout_status_and_its_execution_error() -> None:
+    path = REAL_CODEX / "agentcmd_rollout-2025-09-25T09-49-46.codex.jsonl"
+    session = load_any_session(path)
+    assert session.finished and not any(is_session_note(s) for s in session.steps)
+    failed = [s for s in session.steps if s.is_error and s.kind == "tool_result"]
+    assert len(failed) == 4 and "execution error: No such file or directory (os error 2)" in [
+        s.text for s in failed
+    ]
+    shown = show_trace(session, TraceConfig(), TraceShow())
+    assert shown.splitlines()[0] == (
+        "# session: 169 steps, 4 errors, finished (the session ends on the agent's answer with no call open "
+        "(Codex 0.40.0 writes no turn events))"
+    )
+    assert "ERROR execution error: No such file or directory (os error 2)" in shown and len(shown) <= 4000
+
+
+@needs_real_codex
+def test_real_codex_compaction_and_follow_ups() -> None:
+    path = REAL_CODEX / "localpush_rollout-2026-02-23T12-54-34.codex.jsonl"
+    session = load_any_session(path)
+    compact = [s for s in session.steps if s.tool == "compact"]
+    assert [s.text for s in compact] == ["conversation compacted (no summary text; 40 earlier items kept)"]
+    assert sum(s.tool == "follow-up" for s in session.steps) == 37  # 38 messages sent, the first is the task
+    assert "[user compact] conversation compacted" in render_view(session.steps)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_any_rollout_record_shape_parses_without_raising(seed: int) -> None:
+    rng = random.Random(seed)
+    values: list[Any] = [
+        None,
+        True,
+        3,
+        "",
+        "x",
+        "[REDACTED_TEXT len=0 sha=e3b0c442]",
+        [],
+        {},
+        ["a"],
+        {"k": 1},
+    ]
+    kinds = ["response_item", "event_msg", "compacted", "session_meta", "turn_context", None]
+    payload_types = ["message", "function_call", "function_call_output", "custom_tool_call", "user_message",
+                     "task_started", "task_complete", "turn_aborted", "context_compacted",
+                     "web_search_call"]  # fmt: skip
+    fields = ["role", "content", "message", "images", "name", "arguments", "call_id", "output", "cli_version",
+              "replacement_history", "item", "exit_code"]  # fmt: skip
+    records = []
+    for _ in range(300):
+        payload = {k: rng.choice(values) for k in rng.sample(fields, rng.randint(0, 5))}
+        payload["type"] = rng.choice(payload_types)
+        if rng.random() < 0.3:
+            payload["content"] = [{"type": rng.choice(["input_text", "input_image", "output_text"]),
+                                   "text": rng.choice(values)} for _ in range(rng.randint(0, 3))]  # fmt: skip
+        records.append({"timestamp": "t", "type": rng.choice(kinds), "payload": payload})
+    session = rollout_steps(records)
+    view = render_view(session.steps, TraceCaps(total_chars=800))
+    assert len(view) <= 800 and session.evidence

@@ -17,6 +17,7 @@ from skillgrad.errors import UserError
 from skillgrad.traces.claude import load_session, steps_from_events
 from skillgrad.traces.steps import TraceCaps, TraceStep
 from skillgrad.traces.view import render_view
+from skillgrad.traces.view_read import read_view
 
 INIT = {"type": "system", "subtype": "init", "session_id": "s1", "tools": ["Bash"]}
 
@@ -191,19 +192,48 @@ def test_view_never_exceeds_its_budget_and_is_deterministic(seed: int) -> None:
 
 def test_repeated_errors_collapse_with_count_and_gaps_say_what_they_hide() -> None:
     steps = [TraceStep("text", "Plan: push the branch.")]
-    for i in range(10):
-        steps.append(TraceStep("tool_call", f"git push origin b{i}", "Bash", ref=f"c{i}"))
+    for i in range(10):  # one command retried, failing the same way every time
+        steps.append(TraceStep("tool_call", "git push origin main", "Bash", ref=f"c{i}"))
         steps.append(TraceStep("tool_result", "This command requires approval", "Bash", True, ref=f"c{i}"))
     steps += [TraceStep("tool_call", f"cat f{i}", "Bash") for i in range(30)]
     steps.append(TraceStep("text", "I could not push."))
     view = render_view(steps, TraceCaps(total_chars=600))
     assert (
-        "steps 2-21: 10x [tool_call Bash] git push origin b0 -> ERROR This command requires approval"
-        " (10 distinct calls)" in view
+        "steps 2-21: 10x [tool_call Bash] git push origin main -> ERROR This command requires approval"
+        in view
     )
     gaps = [line for line in view.splitlines() if line.startswith("[... ")]
     assert len(gaps) == 1 and re.fullmatch(r"\[\.\.\. \d+ steps, \d+ chars hidden \.\.\.\]", gaps[0])
     assert view.splitlines()[-1] == "52. [text] I could not push."
+
+
+def test_different_commands_failing_alike_keep_a_line_each_narrowed_before_dropped() -> None:
+    """Four `mix test` commands whose outputs share their first lines are four failures: each keeps
+    its own line with its own text; the agent's words between them are never folded away."""
+    head = "Exit code 2\nGetting extensions ... done\nCompiling 3 files (.ex)\nGenerated app\n" + (
+        "warning: variable conn is unused (lib/app_web/router.ex)\n" * 3
+    )
+    steps = [TraceStep("text", "Running the failing tests one by one.")]
+    for i, (target, tail) in enumerate(
+        [("test/a_test.exs", "2 of 12 fail: a_1, a_2"), ("test/b_test.exs", "1 of 12 fail: b_4"),
+         ("test/c_test.exs:40", "1 of 12 fail: c_9"), ("test/d_test.exs", "3 of 12 fail: d_1, d_2, d_7")]
+    ):  # fmt: skip
+        steps.append(TraceStep("tool_call", f"mix test {target}", "Bash", ref=f"m{i}"))
+        steps.append(TraceStep("tool_result", head + tail, "Bash", True, ref=f"m{i}"))
+        steps.append(TraceStep("text", f"{10 + i % 2} of 12 pass; next file."))
+    steps += [TraceStep("tool_call", f"cat lib/f{i}.ex", "Bash") for i in range(40)]
+    steps.append(TraceStep("text", "Three suites still fail."))
+    for budget in (4000, 1500, 900):
+        view = render_view(steps, TraceCaps(total_chars=budget))
+        account = read_view(view, steps)
+        assert account.problems == [] and account.errors_collapsed == 0
+        assert not any(line.startswith("steps ") for line in view.splitlines())
+        assert account.errors_shown == {3, 6, 9, 12}, budget  # narrowed, never dropped here
+        for i, target in enumerate(["test/a_test.exs", "test/b_test.exs", "test/c_test.exs:40"]):
+            assert f"{3 * i + 2}-{3 * i + 3}. [tool_call Bash] mix test {target}" in view
+            assert f"{3 * i + 4}. [text] 1" in view  # the agent's words after each failure
+    tight = render_view(steps, TraceCaps(total_chars=400))  # too tight: counted, not lost
+    assert read_view(tight, steps).errors == 4
 
 
 def test_summaries_say_what_each_call_did() -> None:
@@ -312,6 +342,7 @@ FIELDS = [
     "isSidechain", "parentUuid", "uuid", "parent_tool_use_id", "isMeta", "data", "subtype", "result",
     "agentId", "parentToolUseID", "sessionId", "terminal_reason", "usage", "todos", "prompt",
     "toolUseResult", "operation", "stop_reason", "hookErrors", "preventedContinuation",
+    "preventContinuation", "stopReason", "key", "exit_code", "outcome", "hook_name", "level",
 ]  # fmt: skip
 
 
@@ -324,6 +355,10 @@ def test_any_record_shape_parses_without_raising(seed: int) -> None:
         record["type"] = rng.choice(
             ["assistant", "user", "system", "result", "progress", "queue-operation", None]
         )
+        if record["type"] == "system" and rng.random() < 0.5:
+            record["subtype"] = rng.choice(
+                ["stop_hook_summary", "informational", "notification", "hook_response", "local_command"]
+            )
         if rng.random() < 0.5:
             blocks = [
                 {

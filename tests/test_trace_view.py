@@ -83,16 +83,15 @@ def test_parallel_calls_one_error_and_two_cancelled_attribute_right() -> None:
     steps += [TraceStep("text", "filler " * 40) for _ in range(20)] + [TraceStep("text", "Fixed.")]
     view = render_view(steps, TraceCaps(total_chars=1200))
     lines = view.splitlines()
-    collapsed = next(line for line in lines if line.startswith("steps "))
-    # its own calls and its own error text, counted twice (the two cancellations), never the FAIL
-    assert collapsed.startswith(
-        "steps 3-7: 2x [tool_call Bash] npm run lint -> ERROR <tool_use_error>Cancelled"
-    )
-    assert "FAIL" not in collapsed
+    # two different commands cancelled alike are two failures: each with its own call, never the FAIL
+    assert not any(line.startswith("steps ") for line in lines)
+    for at, command in ((6, "npm run lint"), (7, "npm run build")):
+        assert f"{at}. [tool_result Bash ERROR] <tool_use_error>Cancelled: parallel tool call" in view
+        assert f"{at - 3}. [tool_call Bash] {command}" in lines
     assert "5. [tool_result Bash ERROR] Exit code 1 ⏎ FAIL src/a.test.ts" in lines  # shown on its own
     assert "2. [tool_call Bash] npm test" in lines  # with the call that caused it
     account = read_view(view, steps)
-    assert account.problems == [] and account.errors == 3 and account.errors_shown == {5}
+    assert account.problems == [] and account.errors == 3 and account.errors_shown == {5, 6, 7}
 
 
 def test_gap_markers_count_user_turns_and_hidden_subagents() -> None:
@@ -136,3 +135,39 @@ def test_a_lone_subagent_file_keeps_its_final_report() -> None:
         view = render_view(steps, TraceCaps(total_chars=budget))
         assert "REPORT: the parser lives in src/parse.ts" in view
         assert "subagent subagent" not in view
+
+
+def approval_run(commands: list[str], said_at: int) -> list[TraceStep]:
+    steps = [TraceStep("text", "Now let me comment on the issue and close it.")]
+    for i, command in enumerate(commands):
+        if i == said_at:
+            steps.append(
+                TraceStep("text", "It seems like the commands need user approval. Let me wait for approval.")
+            )
+        steps.append(TraceStep("tool_call", command, "Bash", ref=f"c{i}"))
+        steps.append(TraceStep("tool_result", "This command requires approval", "Bash", True, ref=f"c{i}"))
+    steps += [TraceStep("tool_call", f"cat notes/{i}.md", "Bash") for i in range(30)]
+    return [*steps, TraceStep("text", "I need your approval to run these commands.")]
+
+
+def test_the_agents_words_inside_a_run_of_failures_are_never_folded_away() -> None:
+    """The same command failing alike 17 times, the agent's words after the 8th: two repeat lines
+    with the words between them, at every budget; never `(+1 other step)`."""
+    steps = approval_run(["gh issue close 45"] * 17, said_at=8)
+    for budget in (4000, 1500, 600, 300):
+        view = render_view(steps, TraceCaps(total_chars=budget))
+        assert "18. [text] It seems like the comman" in view, budget
+        assert "other step" not in view
+        run = "2-17: 8x" if budget >= 600 else "2-17, 19-36: 17x"  # at 300 the two runs share a line
+        assert f"steps {run} [tool_call Bash] gh issue close 45 -> ERROR This command requires" in view
+        assert read_view(view, steps).errors == 17
+
+
+def test_the_agents_words_between_failures_rank_ahead_of_errors_that_say_the_same() -> None:
+    """Twenty different commands refused alike: under a tight budget the agent's words are kept
+    before the refusals that repeat what a shown one already said; every error is still counted."""
+    steps = approval_run([f"gh issue comment 45 --body 'try {i}'" for i in range(20)], said_at=10)
+    view = render_view(steps, TraceCaps(total_chars=700))
+    account = read_view(view, steps)
+    assert "22. [text] It seems like the commands need" in view
+    assert account.errors == 20 and account.errors_in_gaps > 0 and account.problems == []

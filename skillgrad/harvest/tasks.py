@@ -20,7 +20,7 @@ from skillgrad.text import clean_text
 from skillgrad.traces.claude import steps_from_events
 from skillgrad.traces.codex_rollout import is_rollout_record, patched_files, rollout_request, rollout_steps
 from skillgrad.traces.records import iter_numbered_records
-from skillgrad.traces.steps import one_line
+from skillgrad.traces.steps import is_session_note, one_line
 from skillgrad.traces.user_turns import user_step
 from skillgrad.values import TraceStep
 
@@ -146,7 +146,7 @@ def _judge_next(task: HarvestedTask, next_request: str | None) -> None:
 
 def _claude_steps(records: list[dict[str, Any]]) -> tuple[list[TraceStep], str]:
     parsed = steps_from_events(records)
-    steps = [s for s in parsed.steps if not (s.is_error and s.kind == "text" and not parsed.finished)]
+    steps = [s for s in parsed.steps if not is_session_note(s)]  # a slice of a session: never "unfinished"
     return steps, parsed.final_answer
 
 
@@ -157,7 +157,7 @@ def _codex_request(record: dict[str, Any]) -> tuple[str, str] | None:
 
 def _codex_steps(records: list[dict[str, Any]]) -> tuple[list[TraceStep], str]:
     parsed = rollout_steps(records)
-    steps = [s for s in parsed.steps if not (s.is_error and s.kind == "text" and not parsed.finished)]
+    steps = [s for s in parsed.steps if not is_session_note(s)]  # a slice of a session: never "unfinished"
     return steps, parsed.final_answer
 
 

@@ -10,8 +10,9 @@ Records stream through one at a time. Unknown kinds are skipped, never fatal. Su
 attributed to their subagent (claude_build.py says through which links), whose report then appears
 once, as the Task result. What the user or a hook says after the first prompt becomes a `user` step.
 A file of several appended runs yields the last run. Whether the session ended is decided from
-evidence (claude_turns.py): a result record, or for a transcript how its main thread stops; an
-unfinished session gets a closing error step that says why.
+evidence (claude_turns.py): a result record, or for a transcript how its main thread stops (a hook
+that stopped it ended it); an unfinished session gets a closing note (steps.session_note) that says
+why. Hooks are read as they happened, from system and `attachment` records (claude_hooks.py).
 """
 
 from __future__ import annotations
@@ -27,16 +28,19 @@ from skillgrad.traces.claude_result import result_failed, result_usage
 from skillgrad.traces.claude_turns import closing_note, verdict
 from skillgrad.traces.records import ReadStats, iter_records
 from skillgrad.traces.session import ParsedSession
+from skillgrad.traces.steps import session_note
 from skillgrad.values import TraceStep
 
 __all__ = ["ParsedSession", "load_session", "load_trace_file", "steps_from_events", "tool_result_text"]
 
 _RECORD_TYPES = ("system", "assistant", "user", "result", "progress", "queue-operation")
+COMPACTION_AGENT_PREFIX = "acompact-"  # the agentId the CLI gives the agent that writes a compaction
 
 
 def _close_subagents(b: Builder, names: dict[str, str]) -> list[str]:
     """Agent files whose Task never returned go at the end, under their Task; a file that matches
-    no Task is a warning, never silently dropped."""
+    no Task is a warning, never silently dropped. A compaction agent's file (`agent-acompact-*`)
+    belongs to no Task: what it wrote is the session's `user compact` step."""
     run = b.run
     for agent_id, call in run.agent_tasks.items():
         if agent_id in b.subagent_steps and call in run.tasks:
@@ -45,6 +49,7 @@ def _close_subagents(b: Builder, names: dict[str, str]) -> list[str]:
         f"agent file {names.get(agent_id, agent_id)} (agentId {agent_id}) matches no Task call of this "
         f"session: left out ({len(steps)} step{'s' * (len(steps) != 1)})"
         for agent_id, steps in b.subagent_steps.items()
+        if not agent_id.startswith(COMPACTION_AGENT_PREFIX)
     ]
 
 
@@ -65,7 +70,7 @@ def _finish(b: Builder, names: dict[str, str]) -> ParsedSession:
         if not session.finished:
             session.is_error = True
             session.errors = [closing_note(session.evidence, bool(run.steps))]
-            session.steps.append(TraceStep("text", session.errors[0], is_error=True))
+            session.steps.append(session_note(session.errors[0]))
         return session
     session.finished = True
     session.terminal_reason = result.get("terminal_reason")

@@ -16,9 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillgrad.text import clean_text
-from skillgrad.traces.claude_turns import MessageQueue, TurnEvidence, content_text
+from skillgrad.traces.claude_hooks import add_hook_steps, read_hook_attachment, read_hook_record
+from skillgrad.traces.claude_turns import MessageQueue, TurnEvidence, content_text, flag
+from skillgrad.traces.steps import HOOK
 from skillgrad.traces.summaries import summarize_tool_input
-from skillgrad.traces.user_turns import REJECTION_PREFIX, rejection_step, starts_turn, user_step
+from skillgrad.traces.user_turns import (
+    REJECTION_PREFIX,
+    is_hook_stop,
+    rejection_step,
+    starts_turn,
+    user_step,
+)
 from skillgrad.values import TraceStep
 
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
@@ -48,13 +56,6 @@ def tool_result_text(content: Any) -> str:
     if "<system-reminder>" in text:
         text = _REMINDER.sub("\n", text)
     return text.strip()  # TraceStep replaces lone surrogates
-
-
-def flag(value: Any) -> bool:
-    """A boolean field as a writer may have put it: true, "true", 1 (and "False" is false)."""
-    if isinstance(value, str):
-        return value.strip().lower() == "true"
-    return bool(value)
 
 
 def _agent_label(tool_input: Any) -> str:
@@ -118,6 +119,8 @@ class Builder:
             self.run.result = event  # the last one of a run wins: a resumed session has several
         elif kind == "queue-operation":
             self.run.queue.operation(event)
+        elif kind == "attachment":
+            self._hook(event)
 
     def _new_run(self) -> None:
         transcript = self.run.turns.transcript
@@ -133,16 +136,26 @@ class Builder:
             step = user_step(str(event.get("content") or ""))  # 2.1: slash commands as system records
             if step is not None:
                 self.run.steps.append(step)
-        elif subtype == "stop_hook_summary" and (
-            event.get("hookErrors") or flag(event.get("preventedContinuation"))
-        ):
-            detail = "; ".join(str(e) for e in event.get("hookErrors") or []) or str(
-                event.get("stopReason") or ""
-            )
-            self.run.steps.append(
-                TraceStep("user", clean_text(f"stop hook blocked: {detail}".strip()), "hook")
-            )
+        else:
+            self._hook(event)
         self.run.turns.system(subtype)
+
+    def _hook(self, event: dict[str, Any]) -> None:
+        """A record about a hook: its error or block, where it happened (claude_hooks.py)."""
+        run = self.run
+        agent = self._agent_of(event) if flag(event.get("isSidechain")) else None
+        label = agent if isinstance(agent, str) else None
+        if event.get("type") == "attachment":
+            outcome = read_hook_attachment(event.get("attachment"), label)
+        else:
+            last = run.steps[-1] if run.steps else None
+            recent_error = last is not None and last.tool == HOOK and last.kind == "text"
+            outcome = read_hook_record(event, label, recent_error)
+        if outcome is None:
+            return
+        add_hook_steps(run.steps, outcome.steps)
+        if outcome.stopped and label is None:
+            run.turns.stopped_by_hook(outcome.stopped)
 
     def _maybe_new_session(self, event: dict[str, Any]) -> None:
         session = event.get("sessionId") or event.get("session_id")
@@ -275,8 +288,13 @@ class Builder:
                 run.queue.shown(text)
             step = user_step(text, is_meta=meta, is_compact=compact, agent=agent) if is_turn else None
             if step is not None:
-                run.steps.append(step)
-                if agent is None and starts_turn(step):
+                if step.tool == HOOK:  # a hook's feedback: once, whichever record said it first
+                    add_hook_steps(run.steps, [step])
+                else:
+                    run.steps.append(step)
+                if agent is None and is_hook_stop(step):
+                    run.turns.stopped_by_hook(step.text)
+                elif agent is None and starts_turn(step):
                     run.turns.saw("interrupt" if step.tool == "interrupt" else "user")
 
     def _tool_result(self, block: dict[str, Any], agent: str | None, outcome: Any) -> None:

@@ -4,7 +4,10 @@ A stream-json run always ends with a result record, so one without it was cut of
 `~/.claude/projects` transcript never has one: it ended when the main agent's last word is an
 answer (stronger when `stop_reason: end_turn` or an end-of-turn record such as `turn_duration` or
 `stop_hook_summary` follows it), and it stopped mid-turn when a call never got its result, a tool
-result or a user message was never answered, or the user interrupted and nothing followed.
+result or a user message was never answered, or the user interrupted and nothing followed. A hook
+that stopped the prompt or the turn ("Operation stopped by hook: ...", a system `informational`
+record with `preventContinuation`, a `stop_hook_summary` with `preventedContinuation`) ended it:
+that is an ending, not a gap.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, Literal
 END_OF_TURN_RECORDS = ("stop_hook_summary", "turn_duration")
 Happening = Literal["answer", "call", "result", "user", "interrupt"]
 EMPTY_SESSION = "session has no steps: it recorded no message and no result (unfinished)"
+_SAID_CHARS = 160  # of a hook's words, in the evidence
 
 
 @dataclass
@@ -26,13 +30,25 @@ class TurnEvidence:
     last: Happening | None = None
     end_turn: bool = False  # the last answer's message said stop_reason end_turn
     end_record: str | None = None  # an end-of-turn record after the last answer
+    hook_stop: str | None = None  # what a hook said when it stopped the session after that
 
     def saw(self, what: Happening, stop_reason: Any = None) -> None:
         self.last, self.end_turn, self.end_record = what, stop_reason == "end_turn", None
+        self.hook_stop = None
+
+    def stopped_by_hook(self, said: str) -> None:
+        self.hook_stop = self.hook_stop or " ".join(said.split())[:_SAID_CHARS]
 
     def system(self, subtype: Any) -> None:
         if self.last == "answer" and self.end_record is None and subtype in END_OF_TURN_RECORDS:
             self.end_record = str(subtype)
+
+
+def flag(value: Any) -> bool:
+    """A boolean field as a writer may have put it: true, "true", 1 (and "False" is false)."""
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value)
 
 
 def verdict(evidence: TurnEvidence, open_calls: list[str], has_steps: bool) -> tuple[bool, str]:
@@ -43,6 +59,9 @@ def verdict(evidence: TurnEvidence, open_calls: list[str], has_steps: bool) -> t
     if not evidence.transcript:
         cut = "no result record: the stream was cut off, or the session never ended"
         return False, cut + (f"; {call}" if call else "")
+    if evidence.hook_stop:
+        what = "the last prompt" if evidence.last in ("user", "interrupt", None) else "the turn"
+        return True, f"a hook stopped {what}: {evidence.hook_stop}"
     if call:
         return False, f"{call}: the transcript stops mid-turn"
     if evidence.last == "answer":

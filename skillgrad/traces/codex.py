@@ -64,9 +64,14 @@ def unwrap_command(command: str) -> str:
         argv = shlex.split(command)
     except ValueError:
         return command
+    return unwrap_argv(argv) if len(argv) == 3 else command
+
+
+def unwrap_argv(argv: list[str]) -> str:
+    """`["bash", "-lc", "cat task.md"]` -> `cat task.md`; any other argv joined by spaces."""
     if len(argv) == 3 and Path(argv[0]).name in _SHELLS and argv[1] in ("-c", "-lc", "-ic"):
         return argv[2]
-    return command
+    return " ".join(argv)
 
 
 @dataclass

@@ -23,7 +23,14 @@ from skillgrad.values import TraceStep
 _HEADER = re.compile(
     r"(?:Process exited with code|Exit code:?)\s*(-?\d+)|Process running with session ID (\d+)"
 )
-_TOOL_FAILURE = re.compile(r"^(?:[\w.-]+ (?:[\w-]+ )?failed\b|failed to |unsupported call\b)", re.I)
+# How the CLI answers a call it could not run, instead of a command's output (codex-rs
+# FunctionCallError texts and the sandbox's refusals): the tool failed, not the command.
+_TOOL_FAILURE = re.compile(
+    r"^(?:[\w.-]+ (?:[\w-]+ )?failed\b|failed to |unsupported (?:custom tool )?call\b"
+    r"|execution error\b|sandbox denied\b|command timed out\b|(?:command )?aborted by user\b"
+    r"|(?:exec command|patch) rejected\b|user rejected\b|invalid patch\b|unknown (?:session|process) id\b)",
+    re.I,
+)
 _COMMAND_CHARS = 80
 
 

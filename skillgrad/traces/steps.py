@@ -1,4 +1,7 @@
-"""How one TraceStep (the unit of an agent trace, defined in skillgrad.values) reads as one line."""
+"""How one TraceStep (the unit of an agent trace, defined in skillgrad.values) reads as one line,
+and the two `text` steps the harness or the parser writes rather than the agent: a hook that failed
+without blocking (`text`, tool `hook`, an error) and the note that closes an unfinished session
+(`text`, tool `session`: evidence, not an error of the session's own)."""
 
 from __future__ import annotations
 
@@ -11,11 +14,17 @@ __all__ = [
     "TraceCaps",
     "TraceStep",
     "clip",
+    "hook_error_step",
+    "is_session_note",
     "one_line",
     "render_full",
     "render_step",
+    "session_note",
     "step_label",
 ]
+
+HOOK = "hook"  # the tool of a hook error step (and the source of a hook's `user` step)
+SESSION = "session"  # the tool of the parser's closing note
 
 
 @dataclass(frozen=True)
@@ -30,15 +39,30 @@ class TraceCaps:
         return self.tool_result_chars if step.kind == "tool_result" else self.step_chars
 
 
+def hook_error_step(text: str, agent: str | None = None) -> TraceStep:
+    """A hook that failed without blocking: the harness says so; the agent went on."""
+    return TraceStep("text", text, HOOK, is_error=True, agent=agent)
+
+
+def session_note(text: str) -> TraceStep:
+    """The parser's closing note of an unfinished session: it says why, as the trace's last step.
+    It is kept as an error so that every view shows it, but it is no error the session recorded."""
+    return TraceStep("text", text, SESSION, is_error=True)
+
+
+def is_session_note(step: TraceStep) -> bool:
+    return step.kind == "text" and step.tool == SESSION
+
+
 def one_line(text: str) -> str:
     # One step, one line: a multi-line text keeps its line breaks as visible markers.
     return " ⏎ ".join(line.rstrip() for line in text.strip().splitlines() if line.strip())
 
 
-def clip(text: str, limit: int | None) -> str:
-    """`text` as one line, cut at `limit` characters with a note of how many more there were. Only
-    a window of the text is flattened (a tool result can run to megabytes); the count of the rest
-    is of its raw characters."""
+def clip(text: str, limit: int | None, count: bool = True) -> str:
+    """`text` as one line, cut at `limit` characters with a note of how many more there were
+    (`count=False`: only "..."). Only a window of the text is flattened (a tool result can run to
+    megabytes); the count of the rest is of its raw characters."""
     if limit is None:
         return one_line(text)
     body = text.strip()
@@ -51,7 +75,10 @@ def clip(text: str, limit: int | None) -> str:
     if len(flat) <= limit:
         return flat
     rest = len(flat) - limit + max(0, len(body) - window)
-    return flat[:limit] + f"... [+{rest} chars]"
+    cut = f"... [+{rest} chars]" if count else "..."
+    if window >= len(body) and rest <= len(cut):
+        return flat  # the whole text is no longer than its cut
+    return flat[:limit] + cut
 
 
 def step_label(step: TraceStep) -> str:

@@ -1,14 +1,16 @@
 """What the user or a hook said after the first prompt, as `user` steps with their source.
 
 Sources: `interrupt` ([Request interrupted by user...]), `hook` (isMeta strings: stop-hook feedback,
-hook context), `command` (a slash command or its local output, a `#` memory note), `compact` (the
-summary that replaces a compacted conversation), `notification` (a background task finished),
-`rejection` (a tool use the user refused) and `follow-up` (anything else the user typed, including a
-message queued while the agent worked).
+hook context; a hook that stopped a prompt, "Operation stopped by hook: ..."), `command` (a slash
+command or its local output, a `#` memory note), `compact` (the summary that replaces a compacted
+conversation), `notification` (a background task finished), `rejection` (a tool use the user
+refused) and `follow-up` (anything else the user typed, including a message queued while the agent
+worked).
 
 What the harness writes for its own bookkeeping is noise, never a step: the classes are listed once,
 in BOILERPLATE, and matched on the text with its tags stripped (the CLI wraps some of them in tags
-such as `<local-command-caveat>` in later versions).
+such as `<local-command-caveat>` in later versions). Text the user pasted, which later CLIs wrap
+in `<pasted_content id="...">` lines, is shown as what was pasted.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from skillgrad.text import clean_text
 from skillgrad.values import TraceStep
 
 REJECTION_PREFIX = "The user doesn't want to proceed with this tool use"
+HOOK_STOP_PREFIX = "Operation stopped by hook"  # what the CLI records when a hook stops a prompt
+_PASTED = re.compile(r"<pasted_content(?:\s[^>]*)?>\n?(.*?)\n?</pasted_content(?:\s[^>]*)?>", re.DOTALL)
 _TAG = re.compile(
     r"<(command-name|command-args|local-command-stdout|local-command-stderr|user-memory-input)>(.*?)</\1>",
     re.DOTALL,
@@ -84,17 +88,38 @@ def _command(text: str) -> str | None:
     return None
 
 
+def unwrap_pasted(text: str) -> str:
+    """`text` with each `<pasted_content id="...">` wrapper replaced by the content it wraps."""
+    return _PASTED.sub(lambda m: m.group(1), text) if "<pasted_content" in text else text
+
+
+def compact_step(summary: str, agent: str | None = None, kept: int | None = None) -> TraceStep:
+    """The `user compact` step: the summary that replaced a compacted conversation (Claude Code's
+    isCompactSummary message, Codex's `compacted` record), or how much was kept when the harness
+    wrote no summary text."""
+    summary = clean_text(summary).strip()
+    if summary:
+        text = f"conversation compacted ({len(summary)} chars of summary): {summary}"
+    else:
+        kept_part = f"; {kept} earlier item{'s' * (kept != 1)} kept" if kept is not None else ""
+        text = f"conversation compacted (no summary text{kept_part})"
+    return TraceStep("user", text, "compact", agent=agent)
+
+
+def is_hook_stop(step: TraceStep) -> bool:
+    """A hook stopped the prompt or the turn: an ending, not a message that waits for an answer."""
+    return step.kind == "user" and step.tool == "hook" and step.text.startswith(HOOK_STOP_PREFIX)
+
+
 def user_step(
     text: str, *, is_meta: bool = False, is_compact: bool = False, agent: str | None = None
 ) -> TraceStep | None:
     """The `user` step for a user message after the first prompt, or None when it says nothing."""
-    text = clean_text(text).strip()
+    text = unwrap_pasted(clean_text(text)).strip()
     if boilerplate(text) is not None:
         return None
     if is_compact:
-        return TraceStep(
-            "user", f"conversation compacted ({len(text)} chars of summary): {text}", "compact", agent=agent
-        )
+        return compact_step(text, agent)
     if text.startswith("[Request interrupted by user"):
         return TraceStep("user", text.strip("[]"), "interrupt", agent=agent)
     if "<command-name>" in text or "<local-command-std" in text or "<user-memory-input>" in text:
@@ -102,14 +127,15 @@ def user_step(
         return TraceStep("user", command, "command", agent=agent) if command else None
     if text.startswith("<task-notification>"):
         return TraceStep("user", strip_tags(text), "notification", agent=agent)
-    if is_meta:
+    if is_meta or text.startswith(HOOK_STOP_PREFIX):
         return TraceStep("user", strip_tags(text), "hook", agent=agent)
     return TraceStep("user", text, "follow-up", agent=agent)
 
 
 def starts_turn(step: TraceStep) -> bool:
-    """Whether a user step asks the agent for an answer (a slash command's output does not)."""
-    return step.kind == "user" and step.tool != "command"
+    """Whether a user step asks the agent for an answer (a slash command's output and a hook that
+    stopped the prompt do not)."""
+    return step.kind == "user" and step.tool != "command" and not is_hook_stop(step)
 
 
 def rejection_step(tool: str | None, text: str, agent: str | None = None) -> TraceStep:

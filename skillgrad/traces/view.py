@@ -2,15 +2,16 @@
 
 Under a character budget the view always keeps how the session started (the first steps), how it
 ended (the last steps and the final answer) and every error with the call that caused it; a run of
-near-identical errors becomes one line with its count (view_items.py). What is left of the budget
-goes to the user's turns, then to the other steps nearest the two ends (the main agent before its
-subagents). Every gap says what it hides: steps, characters, errors and user turns (gap_marker).
-When the must-keep lines do not fit, they are clipped shorter, then errors of one kind are merged
-across the whole trace, then fewer first/last steps are kept, then user turns and errors become
-optional; even then errors come first, at the narrowest width that shows the most distinct ones.
-Every error is shown, counted on a collapsed line, or counted by the gap that hides it, exactly
-once. A view is never longer than its budget, markers included, and the same steps always give
-the same view.
+repeats (the same call failing the same way) becomes one line with its count (view_items.py). The
+user's turns and the agent's own words between two failures are kept with them; what is left of
+the budget goes to the other steps nearest the two ends (the main agent before its subagents).
+Every gap says what it hides: steps, characters, errors and user turns (gap_marker). When the
+must-keep lines do not fit, they are clipped shorter, then repeats are merged across the whole
+trace, then fewer first/last steps are kept, then user turns, the agent's words and errors become
+optional; even then errors come first (the first of each kind, then the agent's words between
+failures, then repeats), at the narrowest width that shows the most distinct ones. Every error is
+shown, counted on a collapsed line, or counted by the gap that hides it, exactly once. A view is
+never longer than its budget, markers included, and the same steps always give the same view.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from itertools import accumulate
 from skillgrad.traces.steps import TraceCaps, clip, render_step, step_label
 from skillgrad.traces.view_items import (
     Item,
+    between_failures,
     build_items,
+    error_text_key,
     final_answer_index,
     is_error,
     merge_errors,
@@ -31,7 +34,7 @@ from skillgrad.traces.view_items import (
 from skillgrad.values import TraceStep
 
 TRUNCATION_MARKER = "[... trace truncated: {n} more characters omitted ...]"
-_WIDTHS: tuple[int | None, ...] = (None, 300, 200, 140, 100, 70, 50, 40, 32, 24)
+_WIDTHS: tuple[int | None, ...] = (None, 300, 200, 140, 100, 70, 50, 40, 32, 24, 16)
 _RUN_CALL_CHARS = 160  # the call shown on a collapsed line: enough to recognise it
 _MIN_FILL = 20  # below this many characters left, nothing more fits
 # Where the steps a gap hides can be read in full: (first, last) 0-based step indices -> a short
@@ -84,6 +87,7 @@ _STAGES = (
     _Stage(3, 3, True, True, False, 70, 200),
     _Stage(2, 2, True, True, True, 40, 120),
     _Stage(1, 1, True, True, True, 24, 60),
+    _Stage(1, 1, True, True, True, 16, 24),  # every error and user turn, narrowed before dropped
     _Stage(1, 1, False, True, True, 24, 24),
     # Last resort: only the ends and the answer are sure; errors come first, narrowed to show the
     # most of them; what does not fit is counted.
@@ -105,6 +109,12 @@ class _Trace:
         self.user_items = [
             k for k, item in enumerate(self.items) if not item.error and steps[item.first].kind == "user"
         ]
+        words = between_failures(steps)
+        self.word_items = [k for k, item in enumerate(self.items) if not item.error and item.first in words]
+        # clipped no shorter than a stage's user width: they say why the agent turned, and the answer
+        self.floored = words | {i for i, s in enumerate(steps) if s.kind == "user"}
+        if self.final is not None:
+            self.floored.add(self.final)
         self.lines: dict[
             tuple[int, int | None, int, bool], list[str]
         ] = {}  # (item, width, user width, merged)
@@ -172,34 +182,27 @@ def _ranges_text(ranges: list[tuple[int, int]]) -> str:
 def _item_lines(trace: _Trace, item: Item, width: int | None, user_width: int = 0) -> list[str]:
     steps, caps = trace.steps, trace.caps
 
-    answer = steps[trace.final] if trace.final is not None else None
-
-    def limit(step: TraceStep) -> int:
+    def limit(i: int) -> int:
         if width is None:
-            return caps.step_limit(step)
-        floor = user_width if step.kind == "user" or step is answer else 0
-        return min(max(width, floor), caps.step_limit(step))
+            return caps.step_limit(steps[i])
+        floor = user_width if i in trace.floored else 0
+        return min(max(width, floor), caps.step_limit(steps[i]))
 
     if item.first == item.last and not item.merged_ranges:
-        step = steps[item.first]
-        return [render_step(item.first + 1, step, limit(step))]
+        return [render_step(item.first + 1, steps[item.first], limit(item.first))]
     assert item.error_at is not None  # a multi-step item is an error line
     error = steps[item.error_at]
     where = _ranges_text([(item.first, item.last), *item.merged_ranges])
     head = f"{where}." if item.count == 1 else f"steps {where}: {item.count}x"
     if item.call is not None:
         call = steps[item.call]
-        shown = clip(call.text, min(limit(call), _RUN_CALL_CHARS))
-        text = f"{head} [{step_label(call)}] {shown} -> ERROR {clip(error.text, limit(error))}"
+        shown = clip(call.text, min(limit(item.call), _RUN_CALL_CHARS), count=False)  # says which call
+        text = f"{head} [{step_label(call)}] {shown} -> ERROR {clip(error.text, limit(item.error_at))}"
     else:
-        text = f"{head} [{step_label(error)}] {clip(error.text, limit(error))}"
-    notes = []
-    if item.distinct_calls > 1:
-        notes.append(f"{item.distinct_calls} distinct calls")
+        text = f"{head} [{step_label(error)}] {clip(error.text, limit(item.error_at))}"
     if item.others:
-        notes.append(f"+{_plural(item.others, 'other step')}")
-    lines = [text + (f" ({', '.join(notes)})" if notes else "")]
-    return lines + [render_step(i + 1, steps[i], limit(steps[i])) for i in item.inner]
+        text += f" (+{_plural(item.others, 'other step')})"
+    return [text] + [render_step(i + 1, steps[i], limit(i)) for i in item.inner]
 
 
 def _cached_lines(
@@ -240,11 +243,13 @@ def _must_keep(trace: _Trace, items: list[Item], stage: _Stage, skip: set[int]) 
                 keep.update(trace.item_of_step[c] for c in items[k].needs)
     if stage.users_kept:
         keep.update(trace.user_items)
+        keep.update(trace.word_items)
     return sorted(keep - skip)
 
 
 def _fill_order(trace: _Trace, items: list[Item], skip: set[int]) -> list[int]:
-    """The optional items, best first: errors (one of each kind before any repeat), user turns,
+    """The optional items, best first: errors (the first that says each thing), the agent's words
+    between failures, errors that say what another already said (of another call too), user turns,
     then main-agent steps alternately from the end and the start, then subagent steps the same way."""
     n = len(items)
     alternating = [n - 1 - k // 2 if k % 2 == 0 else k // 2 for k in range(n)]
@@ -252,15 +257,21 @@ def _fill_order(trace: _Trace, items: list[Item], skip: set[int]) -> list[int]:
     repeat: set[int] = set()
     for k in alternating:
         if items[k].error:
-            if items[k].signature in seen:
+            at = items[k].error_at
+            said = error_text_key(trace.steps[items[k].first if at is None else at])
+            if said in seen:
                 repeat.add(k)
-            seen.add(items[k].signature)
+            seen.add(said)
+
+    words = set(trace.word_items)
 
     def rank(k: int) -> int:
         step = trace.steps[items[k].first]
         if items[k].error:
-            return 1 if k in repeat else 0
-        return 2 if step.kind == "user" else 3 if step.agent is None else 4
+            return 2 if k in repeat else 0
+        if k in words:
+            return 1
+        return 3 if step.kind == "user" else 4 if step.agent is None else 5
 
     return sorted((k for k in alternating if k not in skip), key=rank)  # stable: ends first
 
@@ -298,13 +309,15 @@ def _last_resort(
     layout: _Layout, must: list[int], skip: set[int], widths: list[int | None], user_width: int, budget: int
 ) -> _Plan | None:
     """Only the ends and the answer are sure: every line at the widest width that shows as many
-    errors as the narrowest does (narrower lines before fewer errors), then the rest."""
+    errors (and words between failures) as the narrowest does (narrower lines before fewer
+    errors), then the rest."""
     fits = [w for w in widths if _must_plan(layout, must, w, user_width, budget) is not None]
     if not fits:
         return None
     trace, items = layout.trace, layout.items
     order = _fill_order(trace, items, skip | set(must))
-    errors = [k for k in order if items[k].error]
+    words = set(trace.word_items)
+    errors = [k for k in order if items[k].error or k in words]  # the agent's words rank among them
     trials: dict[int, _Plan] = {}
 
     def trial(i: int) -> _Plan:  # the plan at fits[i], its errors filled
@@ -324,7 +337,7 @@ def _last_resort(
         else:
             low = mid + 1
     plan = trial(low)
-    _fill(plan, [k for k in order if not items[k].error], budget, fits[low])
+    _fill(plan, [k for k in order if not (items[k].error or k in words)], budget, fits[low])
     return plan
 
 

@@ -1,23 +1,24 @@
 """The lines a budgeted view is made of: one step, a call with its error, or a collapsed run.
 
-A run of near-identical errors close together (parallel calls failing alike, one command retried)
-becomes one item spanning its calls and errors: its line shows the first member's call and error
-text and counts its members. Anything else inside that span that the view must not lose silently
-(an error of another kind, a user turn, the final answer, the call of such an error) keeps a line
-of its own under the collapsed line, so every error is shown or counted exactly once.
+Only a repeat becomes one line: errors close together from the same call (the same command, or the
+same tool input) with the same error text, whole, not only a shared first line (four `mix test`
+commands whose outputs begin alike are four failures). Such a run becomes one item spanning its
+calls and errors: its line shows the call and error text and counts its members. The agent's own
+words between two failures end a run (they say how the agent read the failure), and anything else
+inside a run's span that the view must not lose silently (an error of another kind, a user turn,
+the agent's words, the final answer, the call of such an error) keeps a line of its own under the
+collapsed line, so every error is shown or counted exactly once.
 """
 
 from __future__ import annotations
 
-import re
+import hashlib
 from dataclasses import dataclass, field, replace
 
 from skillgrad.values import TraceStep
 
 _MAX_GAP_BETWEEN_REPEATS = 3  # steps between two repeats of an error that still make one run
 _CALL_LOOKBACK = 40  # how far back a result's call is looked for
-_SIGNATURE_CHARS = 120
-_DIGITS = re.compile(r"\d+")
 
 
 @dataclass
@@ -29,11 +30,10 @@ class Item:
     members: tuple[int, ...] = ()  # the error steps the line stands for (empty: not an error line)
     call: int | None = None  # the step whose call the line shows before the error
     error_at: int | None = None  # the step whose error text the line shows
-    distinct_calls: int = 1
     others: int = 0  # steps inside a collapsed run that no line shows
     inner: tuple[int, ...] = ()  # steps inside a collapsed run that keep a line of their own
     needs: tuple[int, ...] = ()  # steps elsewhere (calls of errors here) shown whenever this is
-    signature: str = ""
+    signature: str = ""  # what its errors share: a repeat has the same (error_key)
     merged_ranges: list[tuple[int, int]] = field(default_factory=list)
     merged_count: int = 0  # errors of the same kind elsewhere that this line also counts
     error: bool = field(init=False)  # an error line (it stands for error steps)
@@ -54,10 +54,18 @@ def is_answer(step: TraceStep) -> bool:
     return step.kind == "text" and step.agent is None and not step.is_error
 
 
-def signature(step: TraceStep) -> str:
-    head = step.text[: _SIGNATURE_CHARS * 3]  # what a signature can use, so a huge text costs nothing
-    text = _DIGITS.sub("#", " ".join(head.lower().split()))[:_SIGNATURE_CHARS]
-    return f"{step.kind}|{step.tool}|{step.agent}|{text}"
+def error_text_key(step: TraceStep) -> str:
+    """What an error says, whichever call caused it: its kind, tool, agent and whole text."""
+    digest = hashlib.blake2b(" ".join(step.text.split()).encode("utf-8", "replace"), digest_size=16)
+    return f"{step.kind}|{step.tool}|{step.agent}|{digest.hexdigest()}"
+
+
+def error_key(steps: list[TraceStep], index: int) -> str:
+    """What a repeat of the error at `index` shares with it: what it says (error_text_key) and the
+    call that caused it (the same command or input)."""
+    call = call_of(steps, index)
+    said = " ".join(steps[call].text.split()) if call is not None else ""
+    return f"{error_text_key(steps[index])}|{said}"
 
 
 def call_of(steps: list[TraceStep], index: int) -> int | None:
@@ -86,25 +94,43 @@ def final_answer_index(steps: list[TraceStep]) -> int | None:
 
 
 def error_runs(steps: list[TraceStep]) -> list[list[int]]:
-    """Indices of error steps, grouped into runs of near-identical errors close to each other."""
+    """Indices of error steps, grouped into runs of repeats close to each other: the same call
+    failing the same way, with no other error, user turn or word of the agent between them."""
     runs: list[list[int]] = []
-    last_signature = ""
+    last_key = ""
     for i, step in enumerate(steps):
         if not is_error(step):
             continue
-        mark = signature(step)
+        key = error_key(steps, i)
         if runs:
             prev = runs[-1][-1]
             between = steps[prev + 1 : i]
             close = len(between) <= _MAX_GAP_BETWEEN_REPEATS + 1 and not any(
-                s.is_error or s.kind == "user" for s in between
+                s.is_error or s.kind in ("user", "text") for s in between
             )
-            if close and mark == last_signature:
+            if close and key == last_key:
                 runs[-1].append(i)
                 continue
         runs.append([i])
-        last_signature = mark
+        last_key = key
     return runs
+
+
+def between_failures(steps: list[TraceStep]) -> set[int]:
+    """The agent's own words between two failures: text steps whose nearest outcome before (a
+    tool result or a user turn, calls and other words skipped) and nearest after are errors."""
+    outcome = [is_error(s) or s.kind in ("tool_result", "user") for s in steps]
+    words: set[int] = set()
+    last_before: int | None = None
+    waiting: list[int] = []
+    for i, step in enumerate(steps):
+        if outcome[i]:
+            if is_error(step) and last_before is not None and is_error(steps[last_before]):
+                words.update(waiting)
+            waiting, last_before = [], i
+        elif step.kind == "text" and not step.is_error:
+            waiting.append(i)
+    return words
 
 
 def _collapsed(steps: list[TraceStep], run: list[int], after: int, keep: int | None) -> Item:
@@ -119,7 +145,7 @@ def _collapsed(steps: list[TraceStep], run: list[int], after: int, keep: int | N
         if (
             i not in members
             and i not in calls
-            and (steps[i].kind == "user" or is_error(steps[i]) or i == keep)
+            and (steps[i].kind in ("user", "text") or is_error(steps[i]) or i == keep)
         ):
             inner.add(i)
     for i in sorted(inner):  # an inner error's call: its own line too when it is in the span
@@ -134,11 +160,10 @@ def _collapsed(steps: list[TraceStep], run: list[int], after: int, keep: int | N
         members=tuple(run),
         call=first_call if first_call == start else None,
         error_at=run[0],
-        distinct_calls=len({steps[c].text for c in calls}) or 1,
         others=len(span) - len(shown),
         inner=tuple(sorted(inner)),
         needs=needs,
-        signature=signature(steps[run[0]]),
+        signature=error_key(steps, run[0]),
     )
 
 
@@ -162,7 +187,7 @@ def build_items(steps: list[TraceStep]) -> list[Item]:
         step = steps[i]
         if is_error(step):
             call = call_of(steps, i)
-            mark = signature(step)
+            mark = error_key(steps, i)
             if call == i - 1 and items and items[-1].first == call and items[-1].last == call:
                 items[-1] = Item(call, i, (i,), call=call, error_at=i, signature=mark)  # call -> error
             else:

@@ -76,7 +76,8 @@ def test_a_late_server_sees_no_more_calls_than_the_cap_and_the_ledger_counts_eac
         seen, most_open, abandoned = len(server.requests), server.max_open, server.abandoned
     figures = (
         f"server saw {seen} requests ({abandoned} held past the timeout), at most {most_open} open; "
-        f"ledger {result.usage.total.calls}, paid.jsonl {paid_calls(out)}; cap {CAP}, concurrency {CONCURRENCY}"
+        f"ledger {result.usage.total.calls}, paid.jsonl {paid_calls(out)}; "
+        f"cap {CAP}, concurrency {CONCURRENCY}"
     )
     print(figures)
     assert result.stopped == "budget", figures

@@ -99,7 +99,6 @@ class RolloutRunner:
         done = [0]
 
         def on_done(index: int, rollout: Rollout) -> None:
-            self.accounting.record("target", stage, rollout.result.usage, rollout.result.saved)
             self.run.write_rollout(
                 folder_of(index),
                 rollout,
@@ -129,7 +128,7 @@ class RolloutRunner:
                 folder_of(index), task, create=self.needs_workspace
             ),
             on_done=on_done,
-            before_call=self.accounting.reserve,
+            reserve=lambda: self.accounting.reserved("target", stage),
             concurrency=self.cfg.train.concurrency,
             slots=self.slots,
             refused=self.refused,

@@ -23,7 +23,7 @@ from skillgrad.activation.runs import activation_roles, make_trainer
 from skillgrad.activation.world import ActivationPlan, needs_tasks, trigger_config
 from skillgrad.atomic import RunLock
 from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
-from skillgrad.budget import PaidJournal
+from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.config import Config
 from skillgrad.errors import (
     EvaluationFailed,
@@ -202,19 +202,28 @@ def _train(
 ) -> dict[str, Any]:
     redactor = redactor_for(cfg)
     journal = PaidJournal(out / RunFiles.PAID)
+    ledger = Ledger(cfg.budget, journal)  # the roles' retries are reserved through it (their meter)
     cache = call_cache(cfg, redactor, use_cache)
     judged = isinstance(benchmark, JudgedBenchmark)
     activation = activation_roles(cfg, plan)
     roles = build_roles(
-        cfg, cache, redactor, judge=judged, journal=journal, executor=executor, activation=activation
+        cfg,
+        cache,
+        redactor,
+        judge=judged,
+        journal=journal,
+        meter=ledger,
+        executor=executor,
+        activation=activation,
     )
-    session = open_session(cfg, out, redactor, observers, resume=resume, journal=journal)
+    session = open_session(cfg, out, redactor, observers, resume=resume, journal=journal, ledger=ledger)
     try:
         with kept_in(out, TrainingFailed), RunLock(out / RunFiles.LOCK):
             state = None
             if resume:
                 session.run.remove_stale_temp_files()  # left by a SIGKILL; the lock is ours now
-                state, session.ledger = load_checkpoint(out, cfg, journal)
+                state, loaded = load_checkpoint(out, cfg, journal)
+                ledger.adopt(loaded)
             session.run.write_config(cfg.portable().to_json())
             both = resume and cfg.optimizer.target == "both"
             part = check_part(out / DESCRIPTION_DIR) if both else None  # the description's checkpoint
@@ -269,8 +278,9 @@ def _evaluate(
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
     cache = call_cache(cfg, redactor, use_cache)
-    roles = build_roles(cfg, cache, redactor, optimizer=False, judge=judged, executor=executor)
-    session = open_session(cfg, out, redactor, observers)
+    ledger = Ledger(cfg.budget)
+    roles = build_roles(cfg, cache, redactor, optimizer=False, judge=judged, meter=ledger, executor=executor)
+    session = open_session(cfg, out, redactor, observers, ledger=ledger)
     try:
         with kept_in(out, EvaluationFailed), RunLock(out / RunFiles.LOCK):
             session.run.write_config(cfg.portable().to_json())

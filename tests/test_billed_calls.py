@@ -7,13 +7,15 @@ server count the same calls."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from pathlib import Path
 from typing import Any
 
 import skillgrad
-from skillgrad import Task
+from skillgrad import AgentResult, Score, Task
+from skillgrad.values import Message
 from tests.fakes.openai_server import Request, Response, ScriptedOpenAI, Text, json_reply
 
 CAP, CONCURRENCY, TIMEOUT_S = 100, 16, 1.0
@@ -85,3 +87,44 @@ def test_a_late_server_sees_no_more_calls_than_the_cap_and_the_ledger_counts_eac
     assert seen <= CAP, figures  # every attempt was reserved before it was sent
     assert most_open <= CONCURRENCY, figures  # a retry waits for its own attempt to end
     assert result.usage.total.calls == paid_calls(out) == seen, figures  # each attempt is metered
+
+
+class JudgedFacts:
+    """A benchmark object scored by the run's judge (the optimizer role), one judge call a task."""
+
+    name = "judged-facts"
+
+    def __init__(self, n: int) -> None:
+        self.tasks = tasks(n)
+        self.judge: Any = None
+
+    def load(self, split: str) -> list[Task]:
+        return self.tasks
+
+    def use_judge(self, judge: Any) -> None:
+        self.judge = judge
+
+    def score(self, task: Task, result: AgentResult) -> Score:
+        messages = [Message("system", "JUDGE"), Message("user", f"{task.question} {result.answer}")]
+        reply = self.judge.complete(messages, stage="judge")
+        return Score(1.0 if reply.text == "yes" else 0.0, reply.text == "yes", "judged")
+
+
+def test_judge_calls_are_reserved_like_every_other_call(tmp_path: Path) -> None:
+    """Issue 37, item 5: a judge's call reserves before it starts, so the rollouts in flight and
+    their judges together stay within budget.max_calls."""
+    cap = 10
+
+    def answer(request: Request) -> Response:
+        return Text("yes" if request.system == "JUDGE" else "C1", usage=(10, 1), delay_s=0.05)
+
+    with ScriptedOpenAI(answer) as server:
+        cfg = config(server, tmp_path / "cache")
+        cfg["budget"]["max_calls"], cfg["train"]["concurrency"] = cap, 8
+        cfg["benchmark"] = {"train_size": 0, "val_size": 30, "test_size": 0}
+        with contextlib.suppress(skillgrad.BudgetExceeded):  # the evaluation is cut short at the cap
+            skillgrad.evaluate(cfg, "Answer.", benchmark=JudgedFacts(30), split="val", out=tmp_path / "eval")
+        seen = len(server.requests)
+        judged = sum(1 for r in server.requests if r.system == "JUDGE")
+    print(f"server saw {seen} requests ({judged} of the judge); cap {cap}")
+    assert judged > 0 and seen <= cap

@@ -77,6 +77,19 @@ class RolloutRunner:
         self.refused: list[FatalBackendError] = []  # a refused key or quota: no stage starts a call
         self.epoch: int | None = None  # the epoch in progress, for progress events
         self._lock = threading.Lock()
+        self.scorer_errors: list[str] = []  # the scorer_error of each rollout of this session that has one
+
+    def scorer_note(self) -> str | None:
+        """The one line that says the scorer failed tasks (it raised, or broke the Score
+        contract), or None when it never did."""
+        with self._lock:
+            errors = list(self.scorer_errors)
+        if not errors:
+            return None
+        return (
+            f"the scorer failed {len(errors)} task run(s) (first: {errors[0]}); each counts as failed, "
+            "never as a pass: fix the scorer (score.json `scorer_error` says why per task)"
+        )
 
     def rollouts(
         self,
@@ -99,6 +112,9 @@ class RolloutRunner:
         done = [0]
 
         def on_done(index: int, rollout: Rollout) -> None:
+            if rollout.score.scorer_error is not None:
+                with self._lock:
+                    self.scorer_errors.append(rollout.score.scorer_error)
             self.run.write_rollout(
                 folder_of(index),
                 rollout,

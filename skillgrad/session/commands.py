@@ -299,12 +299,15 @@ def _evaluate(
                 "n": len(results),
                 "passed": sum(1 for r in results if r.score.passed),
                 "errors": sum(1 for r in results if r.result.is_error),
+                "scorer_errors": sum(1 for r in results if r.score.scorer_error is not None),
                 "target_backend": cfg.model.target_backend,
                 "target_model": roles.agent.model,
                 "usage": session.ledger.to_json(),
                 "wall_s": round(session.events.elapsed(), 3),
             }
             session.run.write_eval(report)
+            if (note := runner.scorer_note()) is not None:
+                session.events.emit("message", text=note)
             if results and report["errors"] == len(results):  # a score of 0 that measured nothing
                 raise EvaluationFailed(f"every task failed to run; first error: {results[0].result.error}")
             return report, results

@@ -5,7 +5,6 @@ Events and pays through Accounting; several may run side by side (overlap) and w
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -105,7 +104,7 @@ class RolloutRunner:
         `repeats[i]`-th run of its task. `fresh` clears a folder a discarded run wrote first."""
         folder_of = prefix if callable(prefix) else (lambda _index, p=prefix: p)
         if fresh and not callable(prefix):
-            shutil.rmtree(self.run.path(str(prefix)), ignore_errors=True)
+            self.run.clear(prefix)
         self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks))
         for folder in dict.fromkeys(folder_of(i) for i in range(len(tasks))):
             self.run.write_task_index(folder, [t for i, t in enumerate(tasks) if folder_of(i) == folder])

@@ -228,7 +228,7 @@ def _train(
             both = resume and cfg.optimizer.target == "both"
             part = check_part(out / DESCRIPTION_DIR) if both else None  # the description's checkpoint
             tools = (session.run, session.events, session.ledger)
-            trainer = make_trainer(cfg, benchmark, roles, *tools, skill, plan, redactor, part)
+            trainer = make_trainer(cfg, benchmark, roles, *tools, skill, plan, part)
             if resume:
                 trainer.earlier_wall_s, trainer.earlier_sessions = earlier_sessions(out)
             return trainer.train(state)

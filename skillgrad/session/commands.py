@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.activation.both import DESCRIPTION_DIR
-from skillgrad.activation.description import check_description, with_front_matter
+from skillgrad.activation.description import (
+    check_description,
+    tags_removed,
+    with_front_matter,
+    without_description_tags,
+)
 from skillgrad.activation.runs import activation_roles, make_trainer
 from skillgrad.activation.world import ActivationPlan, needs_tasks, trigger_config
 from skillgrad.atomic import RunLock
@@ -173,6 +178,10 @@ def train(
     if skill is not None:
         check_description(cfg, "skill", skill)
     text = initial_skill(cfg) if skill is None else skill
+    text, tags = without_description_tags(text, cfg.skill.name)
+    if tags:  # the rule of every description an analyst proposes, so the router never sees one
+        source = "skill" if skill is not None else cfg.skill.init
+        notify(f"{source}: warning: {tags_removed(tags)}; the run trains the description without them")
     if benchmark is None:
         benchmark = checked_benchmark(cfg, train_splits(cfg)) if needs_tasks(cfg) else None
     else:

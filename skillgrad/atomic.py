@@ -189,6 +189,14 @@ def read_jsonl_repairing(path: Path, *, repair: bool = True) -> list[dict[str, A
     return records
 
 
+def in_use(folder: Path, holder: str) -> str:
+    """The one line for a run folder another live trainer holds."""
+    return (
+        f"{folder}: another skillgrad trainer is using this run folder ({holder}); wait for it to "
+        "finish, stop it, or choose another --out"
+    )
+
+
 class RunLock:
     """Exclusive lock on a run folder: `with RunLock(out / ".lock"): ...`.
 
@@ -212,6 +220,41 @@ class RunLock:
             return f"pid {info['pid']} on {info['hostname']}, started {info['started']}"
         except (OSError, ValueError, KeyError, TypeError):
             return "holder unknown"
+
+    def live_holder(self) -> str | None:
+        """Who holds this lock now ("pid N on host, started T"), or None when no live process
+        does (no lock file, or the stale one of a trainer that died). Probing never takes it: a
+        holder on this host is alive when its pid is; elsewhere (or before its pid is written)
+        the lock file's flock says."""
+        try:
+            info = json.loads(self.path.read_text(encoding="utf-8"))
+            pid, host = int(info["pid"]), str(info["hostname"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            pid, host = 0, ""
+        if pid and host == socket.gethostname():
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return None
+            except PermissionError:
+                pass  # alive, another user's
+            return self._holder()
+        return self._holder() if self._flocked() else None
+
+    def _flocked(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # (a shared lock taken is dropped with the descriptor)
+        return False
 
     def _open_locked(self) -> int | None:
         """Open and lock the current lock file; None if another process holds it."""
@@ -237,10 +280,7 @@ class RunLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = self._open_locked()
         if fd is None:
-            raise UserError(
-                f"{self.path.parent}: another skillgrad trainer is using this run folder "
-                f"({self._holder()}); wait for it to finish, stop it, or choose another --out"
-            )
+            raise UserError(in_use(self.path.parent, self._holder()))
         info = {
             "pid": os.getpid(),
             "hostname": socket.gethostname(),

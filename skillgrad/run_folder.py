@@ -14,7 +14,14 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, StringConstraints, TypeAdapter, ValidationError
 
-from skillgrad.atomic import append_jsonl, read_jsonl_repairing, write_json_atomic, write_text_atomic
+from skillgrad.atomic import (
+    RunLock,
+    append_jsonl,
+    in_use,
+    read_jsonl_repairing,
+    write_json_atomic,
+    write_text_atomic,
+)
 from skillgrad.benchmarks.splits import safe_task_id
 from skillgrad.confined import PROC_FD, Confined
 from skillgrad.errors import UserError, describe_validation
@@ -137,6 +144,8 @@ class RunDir:
     # -- creation -------------------------------------------------------------------------------
     def create(self, *, allow_existing: bool = False) -> None:
         if self.root.exists() and any(self.root.iterdir()) and not allow_existing:
+            if (holder := RunLock(self.root / RunFiles.LOCK).live_holder()) is not None:
+                raise UserError(in_use(self.root, holder))  # started a moment before this one
             raise UserError(
                 f"{self.root}: run folder already exists and is not empty; pass another --out "
                 f"(or --resume {self.root} to continue it)"

@@ -108,7 +108,10 @@ def fresh_out(out: Path, notify: Notify) -> Path:
     while (candidate := out.with_name(f"{out.name}-{n}")).exists() and any(candidate.iterdir()):
         n += 1
     was, now = shown_path(out), shown_path(candidate)
-    notify(f"{was} holds an earlier run (`--resume {was}` continues it); this run writes to {now}")
+    if (holder := RunLock(out / RunFiles.LOCK).live_holder()) is not None:
+        notify(f"{was} is in use by another skillgrad trainer ({holder}); this run writes to {now}")
+    else:
+        notify(f"{was} holds an earlier run (`--resume {was}` continues it); this run writes to {now}")
     return candidate
 
 

@@ -18,7 +18,7 @@ from skillgrad import AgentResult, Score, Task
 from skillgrad.values import Message
 from tests.fakes.openai_server import Request, Response, ScriptedOpenAI, Text, json_reply
 
-CAP, CONCURRENCY, TIMEOUT_S = 100, 16, 1.0
+CAP, CONCURRENCY, TIMEOUT_S = 100, 16, 0.5
 FAKE_KEY = "sk-test-FAKE-billed-0123456789abcdef"
 
 

@@ -306,11 +306,13 @@ class RunDir:
         folder = self.task_dir(prefix, rollout.task)
         # The agent wrote the workspace (maybe `env > file`): scored by now, it is scrubbed before
         # it is kept, like every other artifact (a link it put in place of the folder is removed).
-        with (
-            contextlib.suppress(FileNotFoundError),
-            self._confined.folder(folder / RunFiles.WORKSPACE, create=False) as kept,
-        ):
-            scrub_tree(kept, self._redactor.redact_bytes, MAX_KEPT_FILE_BYTES)
+        with contextlib.ExitStack() as opened:
+            try:
+                kept = opened.enter_context(self._confined.folder(folder / RunFiles.WORKSPACE, create=False))
+            except FileNotFoundError:  # no workspace (a chat target), or a link the walk removed
+                kept = None
+            if kept is not None:
+                scrub_tree(kept, self._redactor.redact_bytes, MAX_KEPT_FILE_BYTES)
         self.write_json(folder / RunFiles.TASK, rollout.task.to_json())
         self.write_text(folder / RunFiles.ANSWER, rollout.result.answer)
         if harness or rollout.result.trace:

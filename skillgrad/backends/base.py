@@ -7,7 +7,7 @@ Error contract (both protocols):
   re-asking the model a bounded number of times; then it raises `StructuredOutputError` naming
   backend and stage. Other permanent failures raise `BackendError`. `Reply.usage` sums every
   attempt (an unanswered one counts as a call of unknown cost: the provider may bill it), and a
-  failed call carries its attempts' usage as the error's `spent`. A model with a `meter`
+  failed call carries its attempts' usage as the error's `paid`. A model with a `meter`
   (`MeteredModel`) reserves each attempt after a call's first through it (`CallMeter.renew`),
   which raises `BudgetExceeded` when the budget has no room.
 - `Agent.run` never raises for one task's failure (a crash, timeout, refusal or bad reply of the

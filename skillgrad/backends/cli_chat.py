@@ -54,9 +54,9 @@ class CliChat:
             if answer is not None:
                 return answer, used
 
-            def failed(attempts: int, spent: Usage) -> BackendError:
+            def failed(attempts: int, paid: Usage) -> BackendError:
                 return BackendError(
-                    f"{self.name}: stage '{stage}' failed after {attempts} attempts: {reason[:300]}", spent
+                    f"{self.name}: stage '{stage}' failed after {attempts} attempts: {reason[:300]}", paid
                 )
 
             raise AttemptFailed(used, True, failed)

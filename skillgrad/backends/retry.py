@@ -35,7 +35,7 @@ UNANSWERED = Usage(calls=1, cost_usd=None)
 class AttemptFailed(Exception):
     """Raised by one attempt: what it may have cost, whether another attempt may follow (after
     `retry_after_s` when the server asked for that pause, else the backoff), and the error the
-    call fails with after `attempts` attempts that cost `spent` in all."""
+    call fails with after `attempts` attempts that cost `paid` in all."""
 
     cost: Usage
     retry: bool

@@ -44,6 +44,8 @@ from statistics import mean
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from skillgrad.activation.metrics import TriggerF1, TriggerGate  # noqa: E402
+from skillgrad.budget import Ledger  # noqa: E402
+from skillgrad.loop.accounting import Accounting  # noqa: E402
 from skillgrad.loop.gate import Gate, ValResults, make_gate  # noqa: E402
 from skillgrad.loop.rollout import run_rollouts  # noqa: E402
 from skillgrad.loop.search.dominance import Scored, item_means  # noqa: E402
@@ -120,6 +122,8 @@ def draw_model(name: str, rng: random.Random) -> tuple[list[float], list[float]]
 
 
 def runner(agent: NoisyTarget, skill: str) -> Callable[[list[ValUnit]], list[Rollout]]:
+    accounting = Accounting(Ledger())  # no caps: the simulated target costs nothing
+
     def run_units(units: list[ValUnit]) -> list[Rollout]:
         return run_rollouts(
             lambda _i: agent,
@@ -128,7 +132,7 @@ def runner(agent: NoisyTarget, skill: str) -> Callable[[list[ValUnit]], list[Rol
             skill,
             workspace_for=lambda _i, _t: Path("."),
             on_done=lambda _i, _r: None,
-            before_call=lambda: None,
+            reserve=lambda: accounting.reserved("target", "val"),
             concurrency=8,
         )
 

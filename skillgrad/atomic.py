@@ -8,6 +8,7 @@ last line of a JSONL file, which `read_jsonl_repairing` (and `append_jsonl`) cut
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import functools
 import json
@@ -82,37 +83,44 @@ def write_json_atomic(path: Path, obj: Any, *, fsync: bool = True) -> None:
     write_text_atomic(path, dumps_json(obj), fsync=fsync)
 
 
-def _repair_tail(path: Path) -> None:
+def _open_unlinked(path: Path, flags: int) -> int:
+    """`os.open(path, flags)`, never through a symlink: one planted at the name (a file of a run
+    is never a link) is removed, and the file made anew."""
+    flags |= os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+    os.unlink(path)
+    return os.open(path, flags | os.O_CREAT, 0o666)
+
+
+def _repair_tail(fd: int) -> None:
     """Cut a last line that has no newline (a write torn by a crash) so appends start clean."""
-    with open(path, "r+b") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
-            return
-        handle.seek(size - 1)
-        if handle.read(1) == b"\n":
-            return
-        handle.seek(0)
-        data = handle.read()
-        keep = data.rfind(b"\n") + 1  # 0 when the only line is torn
-        handle.truncate(keep)
-        handle.flush()
-        os.fsync(handle.fileno())
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    data = os.pread(fd, size, 0)
+    os.ftruncate(fd, data.rfind(b"\n") + 1)  # 0 when the only line is torn
+    os.fsync(fd)
 
 
 def append_jsonl(path: Path, obj: Any, *, fsync: bool = True) -> None:
     """Append one JSON line and fsync it (or leave that to `fsync_file`). A torn tail left by an
-    earlier crash is cut first, so the new line never glues onto half a line. Call from one
-    thread per file at a time."""
+    earlier crash is cut first, so the new line never glues onto half a line. Never writes
+    through a symlink at `path`. Call from one thread per file at a time."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     line = clean_text(json.dumps(obj, ensure_ascii=False, allow_nan=False)) + "\n"
-    if path.exists():
-        _repair_tail(path)
-    with open(path, "ab") as handle:
-        handle.write(line.encode("utf-8"))  # one write: a crash tears at most this line
-        handle.flush()
+    fd = _open_unlinked(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
+    try:
+        _repair_tail(fd)
+        os.write(fd, line.encode("utf-8"))  # one write: a crash tears at most this line
         if fsync:
-            os.fsync(handle.fileno())
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_file(path: Path) -> None:
@@ -136,10 +144,12 @@ def read_jsonl_repairing(path: Path, *, repair: bool = True) -> list[dict[str, A
     """Read a JSONL file of objects. A damaged LAST line (torn by a crash: no newline, or bytes
     that do not parse) is dropped and the file truncated to the last complete line. Damage
     anywhere else is not a crash artifact: UserError naming the file and line. `repair=False`
-    reads the same records and leaves the file as it is (a check before anything changes)."""
+    reads the same records and leaves the file as it is (a check before anything changes), as it
+    does for a file that is a symlink (nothing is written through a link)."""
     path = Path(path)
     if not path.exists():
         return []
+    repair = repair and not path.is_symlink()
     data = path.read_bytes()
     lines = data.split(b"\n")
     # split() yields a final '' when the file ends with a newline; otherwise the last item is torn
@@ -160,19 +170,31 @@ def read_jsonl_repairing(path: Path, *, repair: bool = True) -> list[dict[str, A
                 )
             if not repair:
                 return records
-            with open(path, "r+b") as handle:
-                handle.truncate(offset)
-                handle.flush()
-                os.fsync(handle.fileno())
+            fd = _open_unlinked(path, os.O_RDWR)
+            try:
+                os.ftruncate(fd, offset)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             return records
         records.append(record)
         offset += len(raw) + 1
-    if data and not data.endswith(b"\n") and repair:
-        with open(path, "ab") as handle:  # a complete but unterminated last line: terminate it
-            handle.write(b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+    if data and not data.endswith(b"\n") and repair:  # a complete but unterminated last line
+        fd = _open_unlinked(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     return records
+
+
+def in_use(folder: Path, holder: str) -> str:
+    """The one line for a run folder another live trainer holds."""
+    return (
+        f"{folder}: another skillgrad trainer is using this run folder ({holder}); wait for it to "
+        "finish, stop it, or choose another --out"
+    )
 
 
 class RunLock:
@@ -199,6 +221,41 @@ class RunLock:
         except (OSError, ValueError, KeyError, TypeError):
             return "holder unknown"
 
+    def live_holder(self) -> str | None:
+        """Who holds this lock now ("pid N on host, started T"), or None when no live process
+        does (no lock file, or the stale one of a trainer that died). Probing never takes it: a
+        holder on this host is alive when its pid is; elsewhere (or before its pid is written)
+        the lock file's flock says."""
+        try:
+            info = json.loads(self.path.read_text(encoding="utf-8"))
+            pid, host = int(info["pid"]), str(info["hostname"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            pid, host = 0, ""
+        if pid and host == socket.gethostname():
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return None
+            except PermissionError:
+                pass  # alive, another user's
+            return self._holder()
+        return self._holder() if self._flocked() else None
+
+    def _flocked(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # (a shared lock taken is dropped with the descriptor)
+        return False
+
     def _open_locked(self) -> int | None:
         """Open and lock the current lock file; None if another process holds it."""
         while True:
@@ -223,10 +280,7 @@ class RunLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = self._open_locked()
         if fd is None:
-            raise UserError(
-                f"{self.path.parent}: another skillgrad trainer is using this run folder "
-                f"({self._holder()}); wait for it to finish, stop it, or choose another --out"
-            )
+            raise UserError(in_use(self.path.parent, self._holder()))
         info = {
             "pid": os.getpid(),
             "hostname": socket.gethostname(),

@@ -11,6 +11,12 @@ Counting rules (the lead's contract with `skillgrad.cache`):
   turns any unknown into an unknown total, which is why buckets keep their own known-cost sum.
 - A cap is "reached" when the paid total is >= the cap; the trainer checks after each call or
   rollout and stops at the next safe point, so the overshoot is at most the calls in flight.
+- Reservations (`reserve`, `renew`, `end_unit`): a unit of work (a rollout, an analyst or judge
+  call) reserves its first call before it starts, and each further attempt it makes (a chat
+  model's retry or re-ask, which call `renew` as the ledger is their `CallMeter`) reserves one
+  more before it is sent; `budget.max_calls` counts the calls in flight with the paid ones, so
+  neither concurrency nor retries can pass it. A unit's reservations are held per thread (the
+  unit and its attempts run on one) and end together when its usage is recorded or released.
 - Across processes: the ledger is saved with each checkpoint, but a call is paid (and cached)
   before the trainer records it, and a crash loses what was recorded since the last checkpoint;
   a resume then gets those calls back from the cache as *saved*. So every paid call is also
@@ -31,11 +37,16 @@ from pydantic import ConfigDict, Field, NonNegativeInt, TypeAdapter, ValidationE
 
 from skillgrad.atomic import append_jsonl, fsync_file, read_jsonl_repairing
 from skillgrad.config import BudgetConfig
-from skillgrad.errors import describe_validation
+from skillgrad.errors import BudgetExceeded, describe_validation
 from skillgrad.values import Usage
 
 RECOVERED_STAGE = "before_crash"
 Dollars = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+
+
+class BudgetStop(BudgetExceeded):
+    """Raised when no further paid call may start; the trainer stops at a safe point (an
+    evaluation lets it through, as the public `BudgetExceeded`)."""
 
 
 class LedgerFileError(ValueError):
@@ -212,6 +223,57 @@ class Ledger:
         self._roles: dict[str, Bucket] = {}
         self._stages: dict[str, Bucket] = {}
         self._role_stages: dict[str, Bucket] = {}  # "role/stage"
+        self._in_flight = 0  # calls reserved and not yet recorded or released
+        self._units = threading.local()  # this thread's units of work: calls each holds
+
+    # -- reservations (see the module docstring) ------------------------------------------------
+
+    def _held(self) -> list[int]:
+        units: list[int] | None = getattr(self._units, "held", None)
+        if units is None:
+            units = self._units.held = []
+        return units
+
+    def _refuse_at_a_cap(self) -> None:
+        """Raise BudgetStop when a cap is reached, the calls in flight counted against max_calls.
+        Call with the lock held."""
+        reason = self._reason(self._total)
+        cap = self.budget.max_calls
+        if reason is None and cap is not None and self._total.calls + self._in_flight >= cap:
+            reason = f"budget.max_calls reached: {cap} calls made or in flight"
+        if reason:
+            raise BudgetStop(reason)
+
+    def reserve(self) -> None:
+        """Begin a unit of work on this thread with its first call reserved, or raise BudgetStop.
+        Token and dollar caps are known only after a call, so the calls in flight can pass them."""
+        with self._lock:
+            self._refuse_at_a_cap()
+            self._in_flight += 1
+        self._held().append(1)
+
+    def renew(self) -> None:
+        """Reserve one more attempt of this thread's unit of work (a retry, a re-ask), or raise
+        BudgetStop: `CallMeter.renew`. Outside a unit it only checks the caps."""
+        units = self._held()
+        with self._lock:
+            self._refuse_at_a_cap()
+            if units:
+                self._in_flight += 1
+        if units:
+            units[-1] += 1
+
+    def end_unit(self) -> None:
+        """End this thread's innermost unit of work: every call it reserved stops counting as in
+        flight (its usage is recorded, or it failed without any)."""
+        units = self._held()
+        held = units.pop() if units else 0
+        with self._lock:
+            self._in_flight -= held
+
+    def in_flight(self) -> int:
+        with self._lock:
+            return self._in_flight
 
     def record(self, role: str, stage: str, usage: Usage, *, saved: Usage | None = None) -> None:
         """Add one call's (or rollout's) paid `usage`; `saved` is the usage a cache hit avoided."""
@@ -246,8 +308,10 @@ class Ledger:
 
     def check(self) -> str | None:
         """None while every cap has room; else a one-line reason naming the cap that was reached."""
+        return self._reason(self.total())
+
+    def _reason(self, total: Bucket) -> str | None:
         b = self.budget
-        total = self.total()
         if b.max_usd is not None and total.known_usd >= b.max_usd:
             unknown = total.unknown_cost_calls
             extra = f"; {unknown} calls of unknown cost not included" if unknown else ""
@@ -291,6 +355,14 @@ class Ledger:
                 "by_stage": {k: v.to_json() for k, v in sorted(self._stages.items())},
                 "by_role_stage": {k: v.to_json() for k, v in sorted(self._role_stages.items())},
             }
+
+    def adopt(self, other: Ledger) -> None:
+        """Take `other`'s paid and saved usage (a checkpoint's, on resume) as this ledger's own:
+        the chat models already metered by this one keep it."""
+        with other._lock:
+            buckets = other._total, other._saved, other._roles, other._stages, other._role_stages
+        with self._lock:
+            self._total, self._saved, self._roles, self._stages, self._role_stages = buckets
 
     @classmethod
     def from_json(

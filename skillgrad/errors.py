@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from skillgrad.values import Usage
+
 
 class SkillgradError(Exception):
     """The base of every error skillgrad raises on purpose. `run_dir`: the run folder the failed
@@ -28,7 +30,10 @@ class UserError(SkillgradError):
 class BudgetExceeded(SkillgradError):
     """A cap of the `budget` section was reached. Training stops at a safe point and returns
     (`stopped: budget`, the best skill so far); an evaluation, whose partial score would mean
-    nothing, raises it."""
+    nothing, raises it. `paid`: what the call that met the cap had paid for its earlier attempts
+    (a retry refused at the cap), for its caller to record."""
+
+    paid: Usage | None = None
 
 
 class TrainingFailed(SkillgradError, RuntimeError):
@@ -51,12 +56,16 @@ class Interrupted(KeyboardInterrupt):
 
 
 class StructuredOutputError(SkillgradError, RuntimeError):
-    """A model still did not return schema-valid JSON after the configured retries."""
+    """A model still did not return schema-valid JSON after the configured retries. `paid`: what
+    its attempts cost (see `BackendError`)."""
 
-    def __init__(self, backend: str, stage: str, snippet: str, reason: str = "") -> None:
+    def __init__(
+        self, backend: str, stage: str, snippet: str, reason: str = "", paid: Usage | None = None
+    ) -> None:
         self.backend = backend
         self.stage = stage
         self.snippet = snippet
+        self.paid = paid or Usage()
         detail = f" ({reason})" if reason else ""
         super().__init__(
             f"{backend}: stage '{stage}' returned no schema-valid JSON after retries{detail}; "
@@ -65,7 +74,13 @@ class StructuredOutputError(SkillgradError, RuntimeError):
 
 
 class BackendError(SkillgradError, RuntimeError):
-    """A backend call failed for good (after its own retries): network, auth, CLI crash."""
+    """A backend call failed for good (after its own retries): network, auth, CLI crash. `paid`
+    is what its attempts may have cost (an unanswered attempt may be billed): the caller records
+    it as paid usage, because a provider bills a failed call too."""
+
+    def __init__(self, message: str = "", paid: Usage | None = None) -> None:
+        super().__init__(message)
+        self.paid = paid or Usage()
 
 
 class FatalBackendError(BackendError):

@@ -1,20 +1,29 @@
 """The run folder: `RunFiles` names everything in it (the one place those names are spelled, for
 the writer and every reader: resume, report, tracking) and `RunDir` writes and reads it through
-named methods. Every write is atomic and redacted by value."""
+named methods. Every write is atomic, redacted by value and confined to the run folder: no link
+an agent planted in it (`ln -sfn ~/elsewhere ../../../../reflections`) is followed
+(`skillgrad.confined`)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, StringConstraints, TypeAdapter, ValidationError
 
-from skillgrad.atomic import append_jsonl, read_jsonl_repairing, write_json_atomic, write_text_atomic
+from skillgrad.atomic import (
+    RunLock,
+    append_jsonl,
+    in_use,
+    read_jsonl_repairing,
+    write_json_atomic,
+    write_text_atomic,
+)
 from skillgrad.benchmarks.splits import safe_task_id
+from skillgrad.confined import PROC_FD, Confined
 from skillgrad.errors import UserError, describe_validation
 from skillgrad.package.folder import read_skill_at, write_package
 from skillgrad.package.model import as_package
@@ -96,23 +105,47 @@ def version_name(version: int) -> str:
 
 @contextlib.contextmanager
 def _naming(target: Path) -> Iterator[None]:
-    """A failed write (a full disk) names the artifact it was writing."""
+    """A failed write (a full disk) names the artifact it was writing (never the descriptor path
+    a confined write went through)."""
     try:
         yield
     except OSError as exc:
-        if exc.filename:
+        if exc.filename and not str(exc.filename).startswith(str(PROC_FD)):
             raise
         raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from exc
 
 
 class RunDir:
-    def __init__(self, root: Path, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self, root: Path, redactor: Redactor | None = None, confined: Confined | None = None
+    ) -> None:
         self.root = root
         self._redactor = redactor or Redactor()
+        self._confined = confined or Confined(root)
+
+    def part(self, name: str) -> RunDir:
+        """The run folder of a part of this run (`description/`), written through this one."""
+        return RunDir(self.root / name, self._redactor, self._confined.child(name))
+
+    @contextlib.contextmanager
+    def _file(self, rel: str | Path) -> Iterator[Path]:
+        """Where to write the file `rel`: inside its folder of the run, whatever was planted on
+        the way (`skillgrad.confined`); a failure names `rel`'s place in the run."""
+        inside = PurePath(rel)
+        with _naming(self.root / rel), self._confined.folder(inside.parent) as folder:
+            yield folder / inside.name
+
+    def clear(self, rel: str | Path, *, create: bool = False) -> None:
+        """Remove what is at `rel` in the run (a folder's whole tree; no link in it followed);
+        with `create`, an empty folder is left there."""
+        with _naming(self.root / rel):
+            self._confined.clear(rel, create=create)
 
     # -- creation -------------------------------------------------------------------------------
     def create(self, *, allow_existing: bool = False) -> None:
         if self.root.exists() and any(self.root.iterdir()) and not allow_existing:
+            if (holder := RunLock(self.root / RunFiles.LOCK).live_holder()) is not None:
+                raise UserError(in_use(self.root, holder))  # started a moment before this one
             raise UserError(
                 f"{self.root}: run folder already exists and is not empty; pass another --out "
                 f"(or --resume {self.root} to continue it)"
@@ -138,27 +171,25 @@ class RunDir:
         return self.root.joinpath(*parts)
 
     def write_text(self, rel: str | Path, text: str) -> Path:
-        target = self.root / rel
-        with _naming(target):
+        with self._file(rel) as target:
             write_text_atomic(target, self._redactor.redact(text))
-        return target
+        return self.root / rel
 
     def write_json(self, rel: str | Path, obj: Any) -> Path:
-        target = self.root / rel
-        with _naming(target):
+        with self._file(rel) as target:
             write_json_atomic(target, self._redactor.redact_json(obj))
-        return target
+        return self.root / rel
 
     def append_history(self, record: dict[str, Any]) -> None:
-        with _naming(self.root / RunFiles.HISTORY):
-            append_jsonl(self.root / RunFiles.HISTORY, self._redactor.redact_json(record))
+        with self._file(RunFiles.HISTORY) as history:
+            append_jsonl(history, self._redactor.redact_json(record))
 
     def keep_history_to(self, step: int) -> None:
         """Cut history.jsonl back to the steps up to `step` (a resume), its torn tail repaired."""
-        history = self.root / RunFiles.HISTORY
-        if history.exists():
-            kept = [r for r in read_jsonl_repairing(history) if int(r.get("step", 0)) <= step]
-            write_text_atomic(history, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+        with self._file(RunFiles.HISTORY) as history:
+            if history.exists():
+                kept = [r for r in read_jsonl_repairing(history) if int(r.get("step", 0)) <= step]
+                write_text_atomic(history, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
 
     # -- named artifacts ------------------------------------------------------------------------
     def write_config(self, data: dict[str, Any]) -> Path:
@@ -199,14 +230,10 @@ class RunDir:
     def write_folder(self, rel: str | Path, files: dict[str, str]) -> Path:
         """A fresh folder holding exactly `files` (path inside it -> text), each written atomically
         and redacted; what an earlier, interrupted write left there is removed first."""
-        target = self.root / rel
-        with _naming(target):
-            if target.exists():
-                shutil.rmtree(target)
-            target.mkdir(parents=True)
+        self.clear(rel, create=True)
         for path, text in files.items():
             self.write_text(Path(rel) / path, text)
-        return target
+        return self.root / rel
 
     @property
     def redactor(self) -> Redactor:
@@ -245,10 +272,9 @@ class RunDir:
         package = as_package(text)
         if package is None:
             return self.write_text(f"{stem}.md", text)
-        target = self.root / stem
-        with _naming(target):
+        with self._file(stem) as target:
             write_package(target, package, redact=self._redactor.redact)
-        return target
+        return self.root / stem
 
     def step_dir(self, step: int) -> Path:
         return Path(RunFiles.STEPS) / f"{step:04d}"
@@ -260,12 +286,9 @@ class RunDir:
     def fresh_workspace(self, prefix: Path, task: Task, *, create: bool = True) -> Path:
         """An empty workspace for one task, only ever under the run folder. Chat targets never
         touch it (`create=False`), so their prediction folders stay free of empty directories."""
-        workspace = self.root / self.task_dir(prefix, task) / RunFiles.WORKSPACE
-        if workspace.exists():
-            shutil.rmtree(workspace)
-        if create:
-            workspace.mkdir(parents=True)
-        return workspace
+        workspace = self.task_dir(prefix, task) / RunFiles.WORKSPACE
+        self.clear(workspace, create=create)
+        return self.root / workspace
 
     def write_task_index(self, prefix: Path, tasks: list[Task]) -> None:
         """List the set's task folders before they run: the report shows only these (an agent may
@@ -282,8 +305,14 @@ class RunDir:
     ) -> None:
         folder = self.task_dir(prefix, rollout.task)
         # The agent wrote the workspace (maybe `env > file`): scored by now, it is scrubbed before
-        # it is kept, like every other artifact.
-        scrub_tree(self.root / folder / RunFiles.WORKSPACE, self._redactor.redact_bytes, MAX_KEPT_FILE_BYTES)
+        # it is kept, like every other artifact (a link it put in place of the folder is removed).
+        with contextlib.ExitStack() as opened:
+            try:
+                kept = opened.enter_context(self._confined.folder(folder / RunFiles.WORKSPACE, create=False))
+            except FileNotFoundError:  # no workspace (a chat target), or a link the walk removed
+                kept = None
+            if kept is not None:
+                scrub_tree(kept, self._redactor.redact_bytes, MAX_KEPT_FILE_BYTES)
         self.write_json(folder / RunFiles.TASK, rollout.task.to_json())
         self.write_text(folder / RunFiles.ANSWER, rollout.result.answer)
         if harness or rollout.result.trace:

@@ -97,12 +97,20 @@ class Task:
 
 @dataclass(frozen=True)
 class Score:
+    """A scored answer: `value` a finite number in [0, 1]; `passed` a bool, never true of a value
+    of 0 (benchmarks.base.checked_score). `scorer_error` says why the scorer, not the answer,
+    failed the task (it raised, or returned something outside this contract); None otherwise."""
+
     value: float  # in [0, 1]
     passed: bool
     feedback: str  # tells the analyst what was expected and what went wrong
+    scorer_error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"value": self.value, "passed": self.passed, "feedback": self.feedback}
+        data: dict[str, Any] = {"value": self.value, "passed": self.passed, "feedback": self.feedback}
+        if self.scorer_error is not None:
+            data["scorer_error"] = self.scorer_error
+        return data
 
 
 @dataclass(frozen=True)

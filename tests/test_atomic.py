@@ -112,3 +112,33 @@ def test_lock_is_exclusive_within_one_process(tmp_path: Path) -> None:
     with RunLock(lock_path):
         pass
     assert time.monotonic() - start < 1
+
+
+def test_a_trainer_that_finds_its_out_held_names_the_live_run_and_never_says_resume(tmp_path: Path) -> None:
+    """Issue 40, item 5: two trainers started at the same instant on one --out. The loser (the
+    folder is no longer empty when it creates it) and one that starts a moment later (it finds
+    the folder in use and takes out-2) each say that another run holds the folder, its pid, and
+    to wait or choose another; neither suggests `--resume` of a run that is still going."""
+    from skillgrad.run_folder import RunDir
+    from tests.fakes.openai_server import ScriptedOpenAI
+    from tests.test_train_e2e import GOOD_RULE, skillgrad, world, write_config
+
+    out = tmp_path / "run"
+    proc = start_holder(out / ".lock")
+    try:
+        with pytest.raises(UserError) as lost:  # the instant race: fresh_out saw it empty, then this
+            RunDir(out).create()
+        with ScriptedOpenAI(world(GOOD_RULE)) as server:
+            later = skillgrad("train", "--config", str(write_config(tmp_path, server)), "--out", str(out))
+    finally:
+        proc.kill()
+        proc.wait()
+    message = str(lost.value)
+    assert f"pid {proc.pid}" in message and "wait" in message and "--resume" not in message
+    assert later.returncode == 0, later.stderr
+    note = next(line for line in later.stdout.splitlines() if "this run writes to" in line)
+    assert (
+        f"pid {proc.pid}" in note
+        and "--resume" not in note
+        and (tmp_path / "run-2" / "summary.json").is_file()
+    )

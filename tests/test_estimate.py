@@ -33,11 +33,14 @@ def _tasks(n: int, context_chars: int = 0) -> list[Task]:
     return [Task(f"t{i}", f"Question number {i}?", "c" * context_chars or None, ("a",)) for i in range(n)]
 
 
+NO_RETRIES = Assumptions(retry_share=0.0)
+
+
 def test_calls_follow_the_loop() -> None:
     splits = {"train": _tasks(10), "val": _tasks(5), "test": _tasks(3)}
     cfg = _cfg()
     cfg.train.overlap, cfg.optimizer.validation = False, "full"
-    est = estimate(cfg, splits, "")
+    est = estimate(cfg, splits, "", NO_RETRIES)
     # batches of 4, 4, 2 -> 3 steps per epoch; analyst calls per epoch 2 + 2 + 1
     assert est["steps_per_epoch"] == 3 and est["steps"] == 6
     calls = {stage: v["calls"] for stage, v in est["by_stage"].items()}
@@ -45,10 +48,36 @@ def test_calls_follow_the_loop() -> None:
     assert est["total"]["calls"] == 71
     # racing in 2 waves: half the candidates stop after the first; overlap: half the steps are
     # rejected and the next batch (4) is rolled out again
-    default = {stage: v["calls"] for stage, v in estimate(_cfg(), splits, "")["by_stage"].items()}
+    default = {stage: v["calls"] for stage, v in estimate(_cfg(), splits, "", NO_RETRIES)["by_stage"].items()}
     assert default["validate"] == round(30 * 0.75) and default["rollout"] == 20 + round(0.5 * 5 * 4)
     assert est["measured"]["tasks"] == {"train": 10, "val": 5, "test": 3}
     assert set(est["assumptions"]) >= {"chars_per_token", "answer_tokens", "validated_share", "not_counted"}
+
+
+def test_retries_count_as_calls_where_skillgrad_makes_them() -> None:
+    """Issue 40, item 2: a retry is a billed call that budget.max_calls counts, so the projection
+    counts them: each stage's calls plus the assumed share retried, unless its backend does not
+    retry through skillgrad (the local model; a harness target's session retries inside)."""
+    splits = {"train": _tasks(40), "val": _tasks(20), "test": _tasks(10)}
+    plain, retried = estimate(_cfg(), splits, "", NO_RETRIES), estimate(_cfg(), splits, "")
+    for stage, counted in retried["by_stage"].items():
+        calls = plain["by_stage"][stage]["calls"]
+        assert counted["retries"] == round(calls * Assumptions().retry_share) > 0
+        assert counted["calls"] == calls + counted["retries"]
+    assert retried["total"]["calls"] == plain["total"]["calls"] + sum(
+        s["retries"] for s in retried["by_stage"].values()
+    )
+    harness = estimate(_cfg("claude_code_exec"), splits, "")["by_stage"]
+    assert harness["rollout"]["retries"] == 0 < harness["reflect"]["retries"]
+    never = _cfg()
+    never.model.max_retries = 0
+    assert all(s["retries"] == 0 for s in estimate(never, splits, "")["by_stage"].values())
+    cap = _cfg()
+    cap.budget.max_calls = plain["total"]["calls"]  # enough without retries, not with them
+    assert (
+        estimate(cap, splits, "")["budget_check"]
+        and not estimate(cap, splits, "", NO_RETRIES)["budget_check"]
+    )
 
 
 def test_tokens_come_from_the_tasks_and_the_rendered_templates() -> None:

@@ -158,3 +158,55 @@ def test_a_claude_code_reply_over_a_megabyte_is_kept_whole(tmp_path: Path) -> No
     assert "Event loop is closed" not in proc.stderr
     answer = (out / "rollouts" / "val" / "q1" / "answer.txt").read_text(encoding="utf-8")
     assert len(answer) > 1_400_000
+
+
+def redirecting_agent(outside: Path):  # type: ignore[no-untyped-def]
+    """In a train rollout, replace the step's reflections/ (not yet written) by a link out of the
+    run, as a probe did; elsewhere answer plainly."""
+    command = f"rm -rf ../../../../reflections && ln -sfn {outside} ../../../../reflections && echo done"
+
+    def handler(req: FakeRequest) -> FakeReply:
+        if "You improve a SKILL document" in req.system_text():
+            edit = {"op": "add", "target": "", "content": "Answer with the city only.", "rationale": "r"}
+            return tool_use("StructuredOutput", {"edits": [edit]})
+        if "Bash" not in req.tool_names():
+            return text("aux")
+        results = req.tool_results()
+        if not results:
+            return tool_use("Bash", {"command": "pwd", "description": "where am I"})
+        if len(results) == 1 and "/rollouts/train/" in results[0]["text"]:
+            return tool_use("Bash", {"command": command, "description": "redirect"})
+        return text("Paris")
+
+    return handler
+
+
+@pytest.mark.slow
+def test_a_target_cannot_redirect_the_run_folder_through_a_symlink(tmp_path: Path) -> None:
+    """Issue 40, item 3: a Claude Code target replaces `steps/0001/reflections` by a symlink to a
+    folder outside the run before the trainer writes the step's reflections there; every write
+    of the run folder refuses to follow it: nothing lands outside, the reflections are in the run."""
+    outside = tmp_path / "OUTSIDE"
+    outside.mkdir()
+    data = tmp_path / "items.jsonl"
+    rows = [{"id": f"q{i}", "question": "Capital of France?", "answers": ["Rome"]} for i in range(2)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "run"
+    with FakeAnthropic(redirecting_agent(outside)) as api:
+        lines = [
+            "benchmark:", "  name: qa", f"  data: {data}", "  train_size: 1", "  val_size: 1",
+            "  test_size: 0", "model:", "  backend: claude_code_exec", f"  base_url: {api.base_url}",
+            f"  api_key: {FAKE_KEY}", "  target_model: claude-sonnet-4-5",
+            "  optimizer_model: claude-sonnet-4-5",
+            "  claude_code_timeout_s: 120", "  timeout_s: 120", "  max_retries: 0",
+            "train:", "  epochs: 1", "  batch_size: 1", "  minibatch_size: 1", "cache:", "  enabled: false",
+        ]  # fmt: skip
+        config = tmp_path / "config.yaml"
+        config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        cmd = [sys.executable, "-m", "skillgrad.cli", "train", "--config", str(config), "--out", str(out)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=280)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert list(outside.iterdir()) == []  # nothing of the run was written outside it
+    reflections = out / "steps" / "0001" / "reflections"
+    assert not reflections.is_symlink() and (reflections / "mb_00.json").is_file()
+    assert json.loads((reflections / "mb_00.json").read_text(encoding="utf-8"))["minibatch"] == 0

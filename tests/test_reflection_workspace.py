@@ -524,16 +524,17 @@ def test_workspace_on_a_chat_optimizer_is_a_one_line_error(
 
 
 def test_the_estimate_counts_a_workspace_analysts_turns(tmp_path: Path) -> None:
-    from skillgrad.session.estimate import estimate
+    from skillgrad.session.estimate import Assumptions, estimate
 
     tasks = [Task(f"q{i}", f"Question {i}?", answers=("a",)) for i in range(8)]
     splits = {"train": tasks, "val": tasks[:4]}
     cfg = Config()
     cfg.model.backend = "claude_code_exec"
     cfg.train.batch_size, cfg.train.minibatch_size = 4, 2
-    workspace = estimate(cfg, splits, "# skill\n")
+    loop_only = Assumptions(retry_share=0.0)  # the loop's calls, without the assumed retries
+    workspace = estimate(cfg, splits, "# skill\n", loop_only)
     cfg.optimizer.reflection = "digest"
-    digest = estimate(cfg, splits, "# skill\n")
+    digest = estimate(cfg, splits, "# skill\n", loop_only)
     w, d = workspace["by_stage"]["reflect"], digest["by_stage"]["reflect"]
     assert w["calls"] == d["calls"] == 8  # 2 epochs x 2 steps x 2 minibatches
     assert d["model_turns"] == 8 and w["model_turns"] == 8 * 7  # half of 12 turns reading, one answering

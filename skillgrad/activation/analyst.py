@@ -13,7 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from skillgrad.activation.description import description_edit, description_of, without_tags
+from skillgrad.activation.description import (
+    description_edit,
+    description_of,
+    description_tags,
+    tags_removed,
+    without_tags,
+)
 from skillgrad.activation.distractors import Distractor
 from skillgrad.activation.triggers import should_trigger
 from skillgrad.backends.base import ChatModel
@@ -114,7 +120,9 @@ class DescriptionAnalyst:
             messages, schema=description_schema(self.limit), effort=effort, stage="reflect"
         )
         data = reply.data or {}
-        description = without_tags(str(data.get("description", "")))
-        edit = description_edit(inputs.skill, description, str(data.get("rationale", "")))
+        proposed, rationale = str(data.get("description", "")), str(data.get("rationale", ""))
+        if tags := description_tags(proposed):  # the edit report and the history say so
+            rationale = f"{rationale} [skillgrad: {tags_removed(tags)}]"
+        edit = description_edit(inputs.skill, without_tags(proposed), rationale)
         failures = sum(1 for r in inputs.rollouts if not r.score.passed)
         return Patch(minibatch, [edit] if edit else [], failures, proposal), reply, messages

@@ -32,7 +32,6 @@ from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import Roles, RolloutRunner
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.trainer import Trainer
-from skillgrad.redact import Redactor
 from skillgrad.run_folder import RunDir, version_name
 from skillgrad.skill import SkillDoc
 
@@ -90,13 +89,12 @@ class Alternating:
         run: RunDir,
         events: Events,
         ledger: Ledger,
-        redactor: Redactor,
         resumed: TrainState | None = None,
     ) -> None:
         """`resumed`: the description part's checkpoint (its state.json, checked by the caller)."""
         self.cfg, self.world, self.tasks, self.roles = cfg, world, tasks, roles
         self.run, self.events = run, events
-        self.part = RunDir(run.root / DESCRIPTION_DIR, redactor)
+        self.part = run.part(DESCRIPTION_DIR)
         self.part.create(allow_existing=True)
         self.trainer = Trainer(
             world.cfg,

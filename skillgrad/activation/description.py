@@ -75,6 +75,26 @@ def without_tags(description: str) -> str:
     return re.sub(r"[<>]", "", _TAG.sub(" ", description))
 
 
+def description_tags(description: str) -> list[str]:
+    """The XML tags (and stray angle brackets) of `description`, which `without_tags` removes."""
+    return [*_TAG.findall(description), *(c for c in "<>" if c in _TAG.sub(" ", description))]
+
+
+def tags_removed(tags: list[str]) -> str:
+    """How a description whose tags were removed says so (the analyst's and the initial one)."""
+    return f"its XML tags {', '.join(tags)} were removed (Agent Skills forbid tags in a description)"
+
+
+def without_description_tags(skill: str, name: str) -> tuple[str, list[str]]:
+    """The skill with its description's XML tags removed, the same rule as for every description
+    an analyst proposes, and the tags that were (none: the skill as it is)."""
+    description = own_description(skill)
+    tags = description_tags(description) if description is not None else []
+    if description is None or not tags:
+        return skill, []
+    return with_description(skill, " ".join(without_tags(description).split()), name), tags
+
+
 def quoted(description: str) -> str:
     return f"description: {json.dumps(' '.join(description.split()), ensure_ascii=False)}"
 

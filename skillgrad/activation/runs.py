@@ -19,7 +19,6 @@ from skillgrad.loop.stages import Roles
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.trainer import Trainer
-from skillgrad.redact import Redactor
 from skillgrad.run_folder import RunDir
 
 
@@ -44,7 +43,6 @@ def make_trainer(
     ledger: Ledger,
     skill: str,
     plan: ActivationPlan | None,
-    redactor: Redactor,
     part: TrainState | None = None,
 ) -> Trainer:
     """The run's trainer; `part`: a resumed `both` run's description checkpoint."""
@@ -59,7 +57,7 @@ def make_trainer(
             world.cfg, world.benchmark, world.roles, run, events, ledger, world.skill, world.strategies
         )
     assert benchmark is not None, "optimizer.target: both trains the body on the benchmark's tasks"
-    both = Alternating(cfg, world, benchmark, roles, run, events, ledger, redactor, part)
+    both = Alternating(cfg, world, benchmark, roles, run, events, ledger, part)
     strategies = Strategies.from_config(cfg.optimizer)
     skill = with_front_matter(skill, cfg.skill.name)
     return Trainer(cfg, benchmark, roles, run, events, ledger, skill, strategies, interleaved=both)

@@ -1,7 +1,8 @@
 """`anthropic_chat`: the ChatModel protocol on the official `anthropic` SDK (Messages API).
 
-Transient failures (429, 5xx, 529 overloaded, timeouts, dropped connections) are retried by the
-SDK's own backoff (`model.max_retries`); what still fails becomes a one-line `BackendError` naming
+Transient failures (429, 5xx, 529 overloaded, timeouts, dropped connections) are retried by
+skillgrad's loop (`backends.retry`, `model.max_retries`; the SDK's own retries are off, so the
+budget reserves and counts each attempt); what still fails becomes a one-line `BackendError` naming
 backend, model and base_url, never the API key. Structured output asks for JSON in the system
 prompt and goes through `structured.complete_structured` (the same validation and re-asks as every
 backend), which works on every Claude model and on Anthropic-compatible gateways alike.

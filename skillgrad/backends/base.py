@@ -2,9 +2,14 @@
 
 Error contract (both protocols):
 - `ChatModel.complete` retries transient failures (429, 5xx, timeouts, cut streams) itself with
-  backoff. With a `schema` it returns `Reply.data` as a schema-valid object, re-asking the model a
-  bounded number of times; then it raises `StructuredOutputError` naming backend and stage.
-  Other permanent failures raise `BackendError`.
+  backoff, in skillgrad's one loop (`backends.retry`; an SDK's own retries are off), at most
+  `model.max_retries` times. With a `schema` it returns `Reply.data` as a schema-valid object,
+  re-asking the model a bounded number of times; then it raises `StructuredOutputError` naming
+  backend and stage. Other permanent failures raise `BackendError`. `Reply.usage` sums every
+  attempt (an unanswered one counts as a call of unknown cost: the provider may bill it), and a
+  failed call carries its attempts' usage as the error's `paid`. A model with a `meter`
+  (`MeteredModel`) reserves each attempt after a call's first through it (`CallMeter.renew`),
+  which raises `BudgetExceeded` when the budget has no room.
 - `Agent.run` never raises for one task's failure (a crash, timeout, refusal or bad reply of the
   harness): it returns an `AgentResult` with `is_error=True` and `error` set, so the task scores 0
   and the run goes on. It raises only for programming errors.
@@ -27,11 +32,13 @@ if TYPE_CHECKING:
 __all__ = [
     "Agent",
     "AgentResult",
+    "CallMeter",
     "ChatBackend",
     "ChatModel",
     "Effort",
     "HarnessBackend",
     "Message",
+    "MeteredModel",
     "Reply",
     "ResamplingAgent",
     "Role",
@@ -53,6 +60,24 @@ class ChatModel(Protocol):
         effort: Effort | None = None,
         stage: str,
     ) -> Reply: ...
+
+
+class CallMeter(Protocol):
+    """The run's budget as a chat model's own loops see it (`skillgrad.budget.Ledger`)."""
+
+    def renew(self) -> None:
+        """Reserve one more attempt of the call in progress on this thread (a retry, a re-ask),
+        before it is sent; raises `BudgetExceeded` when the budget has no room for it."""
+        ...
+
+
+@runtime_checkable
+class MeteredModel(Protocol):
+    """A chat model whose retries and re-asks reserve each attempt through `meter` (None: not
+    metered, as on a Ray worker: the call's usage still sums its attempts). The run sets it
+    when it builds the model (`backends.registry.Backends`)."""
+
+    meter: CallMeter | None
 
 
 class Agent(Protocol):

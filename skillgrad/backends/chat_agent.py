@@ -33,6 +33,6 @@ class ChatAgent:
             reply = self.chat.complete(messages, effort=self.effort, stage="rollout")
         except FatalBackendError:
             raise  # not this task's failure: no call can succeed (see errors.py)
-        except BackendError as exc:
-            return AgentResult(answer="", is_error=True, error=str(exc))
+        except BackendError as exc:  # what its attempts cost is paid all the same
+            return AgentResult(answer="", is_error=True, error=str(exc), usage=exc.paid)
         return AgentResult(answer=reply.text.strip(), usage=reply.usage)

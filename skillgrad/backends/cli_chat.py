@@ -2,15 +2,17 @@
 session per request, retried with backoff while the failure is transient, through the one
 structured-output path (`structured.complete_structured`) every backend shares.
 
-A subclass runs one session (`_attempt`) and says whether its answer is final; the retry loop,
-the backoff and the error after the last attempt are here.
+A subclass runs one session (`_attempt`) and says whether its answer is final; the backoff and
+the error after the last attempt are here, the loop is skillgrad's one (`backends.retry`): each
+session after a call's first is reserved through the run's `meter` before it starts.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
+from skillgrad.backends.base import CallMeter
+from skillgrad.backends.retry import AttemptFailed, with_retries
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError
@@ -30,6 +32,10 @@ class CliChat:
         self.cfg = cfg
         self.role = role
         self.model = cfg.model.model_for(role) or self.default_model
+        self.meter: CallMeter | None = None  # MeteredModel: the run's budget, set by the registry
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.retry_backoff_s * 2 ** (attempt - 1), MAX_BACKOFF_S)
 
     def _attempt(
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None
@@ -42,17 +48,22 @@ class CliChat:
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
     ) -> tuple[str, Usage]:
         """One answer (transport-retried with backoff) as text; structured output as JSON text."""
-        usage = Usage()
-        reason = ""
-        attempts = self.cfg.model.max_retries + 1
-        for attempt in range(attempts):
-            if attempt:
-                time.sleep(min(self.retry_backoff_s * 2 ** (attempt - 1), MAX_BACKOFF_S))
+
+        def attempt() -> tuple[str, Usage]:
             answer, used, reason = self._attempt(messages, schema, effort)
-            usage = usage + used
             if answer is not None:
-                return answer, usage
-        raise BackendError(f"{self.name}: stage '{stage}' failed after {attempts} attempts: {reason[:300]}")
+                return answer, used
+
+            def failed(attempts: int, paid: Usage) -> BackendError:
+                return BackendError(
+                    f"{self.name}: stage '{stage}' failed after {attempts} attempts: {reason[:300]}", paid
+                )
+
+            raise AttemptFailed(used, True, failed)
+
+        return with_retries(
+            attempt, retries=self.cfg.model.max_retries, meter=self.meter, backoff=self._backoff
+        )
 
     def complete(
         self,
@@ -69,4 +80,5 @@ class CliChat:
             backend=self.name,
             stage=stage,
             retries=self.cfg.model.json_retries,
+            meter=self.meter,
         )

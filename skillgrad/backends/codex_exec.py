@@ -276,6 +276,7 @@ class CodexChat(CliChat):
             retries=self.cfg.model.max_retries,
             json_retries=self.cfg.model.json_retries,
             backoff_s=self.retry_backoff_s,
+            meter=self.meter,
         )
 
 

@@ -19,18 +19,20 @@ def one_line(text: str, secret: str | None, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def describe_sdk_error(exc: Exception, sdk: ModuleType) -> str:
-    """What went wrong, in a few words. The openai and anthropic SDKs share one error hierarchy."""
+def describe_sdk_error(exc: Exception, sdk: ModuleType, attempts: int = 1) -> str:
+    """What went wrong (after `attempts` attempts), in a few words. The openai and anthropic SDKs
+    share one error hierarchy."""
+    tried = f" ({attempts} attempts)" if attempts > 1 else ""
     if isinstance(exc, sdk.AuthenticationError):
         return f"authentication failed (HTTP 401; check the API key): {exc.message}"
     if isinstance(exc, sdk.PermissionDeniedError):
         return f"permission denied (HTTP 403): {exc.message}"
     if isinstance(exc, sdk.APIStatusError):
-        return f"HTTP {exc.status_code}: {exc.message}"
+        return f"HTTP {exc.status_code}{tried}: {exc.message}"
     if isinstance(exc, sdk.APITimeoutError):
-        return "request timed out after the SDK's retries (raise model.timeout_s or model.max_retries)"
+        return f"request timed out{tried} (raise model.timeout_s or model.max_retries)"
     if isinstance(exc, sdk.APIConnectionError):
-        return f"could not connect after the SDK's retries: {exc.message}"
+        return f"could not connect{tried}: {exc.message}"
     if isinstance(exc, ValueError):
         return f"malformed response: {exc}"
     return f"{type(exc).__name__}: {exc}"

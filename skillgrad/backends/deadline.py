@@ -7,12 +7,9 @@ single read finishes in time. `DeadlineTransport` wraps httpx's transport so eac
 - headers: the attempt runs in a helper thread; the caller stops waiting at the deadline (the
   helper closes whatever arrives later);
 - body: every chunk checks the clock, so a slow or endless body is cut at the deadline.
-The SDKs see an `httpx.ReadTimeout`, which they treat like any timeout (retried within
-`model.max_retries`, then reported).
-
-The same transport marks an answer that no retry can fix (a 429 or 400 saying the quota or credit is
-used up) with `x-should-retry: false`, the header both SDKs obey, so it is not retried like a rate
-limit and reaches the backend's fatal-error mapping at once.
+The SDKs see an `httpx.ReadTimeout`, which they report like any timeout; skillgrad's retry loop
+(`backends.retry`) retries it within `model.max_retries`. `NEVER_SENT` are the failures of an
+attempt that never reached the server (nothing to bill).
 """
 
 from __future__ import annotations
@@ -25,11 +22,9 @@ from typing import Any
 
 import httpx2 as httpx  # the HTTP client the openai and anthropic SDKs are built on
 
-from skillgrad.backends.common import is_fatal_status
-
 # The SDKs' own defaults for their shared client (openai and anthropic use the same numbers).
 DEFAULT_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-_ERROR_BODY_CHARS = 4000
+NEVER_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
 class _DeadlineStream(httpx.SyncByteStream):
@@ -85,10 +80,6 @@ class DeadlineTransport(httpx.BaseTransport):
         response: httpx.Response = box["response"]
         assert isinstance(response.stream, httpx.SyncByteStream)
         response.stream = _DeadlineStream(response.stream, deadline, self.deadline_s)
-        if response.status_code in (400, 402, 429):
-            body = response.read()[:_ERROR_BODY_CHARS].decode("utf-8", "replace")
-            if is_fatal_status(response.status_code, body):
-                response.headers["x-should-retry"] = "false"
         return response
 
     def close(self) -> None:

@@ -28,6 +28,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skillgrad.backends.base import CallMeter
 from skillgrad.backends.local_models import (
     DEFAULT_CACHE_DIR,
     check_fits_memory,
@@ -287,6 +288,7 @@ class LocalChat:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.json_retries = json_retries
+        self.meter: CallMeter | None = None  # MeteredModel: re-asks reserved through the run's budget
         self._stats = Stats()
         self._lock = threading.Lock()
 
@@ -324,6 +326,7 @@ class LocalChat:
             backend=NAME,
             stage=stage,
             retries=self.json_retries,
+            meter=self.meter,
         )
 
 

@@ -2,7 +2,8 @@
 
 One `base_url` covers OpenAI itself, Azure's v1 endpoint, vLLM, Ollama, llama.cpp's server and any
 other OpenAI-compatible Chat Completions server. Transient failures (429, 5xx, timeouts, dropped
-connections) are retried by the SDK's own backoff (`model.max_retries`); everything that is still
+connections) are retried by skillgrad's loop (`backends.retry`, `model.max_retries`; the SDK's own
+retries are off, so the budget reserves and counts each attempt); everything that is still
 failing afterwards becomes a one-line `BackendError` naming backend, model and base_url, never the
 API key.
 
@@ -179,6 +180,7 @@ class OpenAIChat(SdkChat):
             if not is_response_format_rejection(exc, request):
                 raise
         self.use_response_format = False
+        self._another_request()
         return self._post({k: v for k, v in request.items() if k != "response_format"})
 
     def _request(
@@ -199,7 +201,7 @@ class OpenAIChat(SdkChat):
         # The SDK's own `post` (its documented way to any endpoint) with the body as it is, already
         # JSON-ready, and the reply as JSON: `chat.completions.create` would walk the request
         # through its typed-params transform and the reply into models, a few milliseconds of CPU
-        # per call that delay every other call of a round. Retries, timeouts and errors are the same.
+        # per call that delay every other call of a round. Timeouts and errors are the same.
         payload = self._client.post("/chat/completions", body=request, cast_to=object)
         if not isinstance(payload, dict):  # the SDK hands back bodies that are not JSON as text
             raise ValueError(f"the response is not a chat completion: {str(payload)[:200]!r}")

@@ -7,7 +7,8 @@ Error contract of `ReadingChatModel.investigate` (beside `ChatModel.complete`'s,
   sandbox or reaches the network is offered; a call the harness refuses is a tool error the model
   sees (and the session goes on), never an exception;
 - transient failures (a crash, 429 / 5xx, a cut stream) are retried with backoff, within the
-  deadline;
+  deadline, in skillgrad's one loop (`backends.retry`: each session after a call's first reserved
+  through the model's `meter`);
 - a bound that fires (`ReadingBounds.turns`, `ReadingBounds.timeout_s`) ends the call at once with
   `ReadingBoundError`, which names the config key and carries what the call paid and opened; it
   is never retried;
@@ -24,8 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from skillgrad.backends.base import CallMeter
+from skillgrad.backends.retry import AttemptFailed, with_retries
 from skillgrad.backends.structured import complete_structured
-from skillgrad.errors import BackendError
+from skillgrad.errors import BackendError, BudgetExceeded, StructuredOutputError
 from skillgrad.values import Effort, Message, Reply, Usage
 
 OUTPUT_CHARS = 2000  # of each tool result, kept for the reflection record
@@ -85,10 +88,11 @@ class Investigation:
 
 
 class ReadingBoundError(BackendError):
-    """A bound of the call fired (turns or wall time); `spent` is what the call paid and opened."""
+    """A bound of the call fired (turns or wall time); `spent` is what the call paid and opened
+    (its usage is `paid`, as for any BackendError)."""
 
     def __init__(self, message: str, spent: Investigation) -> None:
-        super().__init__(message)
+        super().__init__(message, spent.reply.usage)
         self.spent = spent
 
 
@@ -173,6 +177,7 @@ def investigate(
     retries: int,
     json_retries: int,
     backoff_s: float = 1.0,
+    meter: CallMeter | None = None,
 ) -> Investigation:
     """Sessions until a reply parses (see the module's error contract), all within the deadline."""
     started = time.monotonic()
@@ -185,22 +190,38 @@ def investigate(
             tally.spent(started),
         )
 
-    def call(convo: list[Message]) -> tuple[str, Usage]:
-        reason = ""
-        for attempt in range(retries + 1):
-            if attempt:
-                time.sleep(min(backoff_s * 2 ** (attempt - 1), MAX_BACKOFF_S))
-            left = bounds.timeout_s - (time.monotonic() - started)
-            if left <= 0:
-                raise out_of_time()
-            outcome = run(convo, left)
-            tally.add(outcome)
-            if outcome.bound:
-                raise ReadingBoundError(f"{backend}: stage '{stage}' {outcome.bound}", tally.spent(started))
-            if outcome.answer is not None:
-                return outcome.answer, outcome.usage  # the reply's usage is the tally's, below
-            reason = outcome.failure
-        raise BackendError(f"{backend}: stage '{stage}' failed after {retries + 1} attempts: {reason[:300]}")
+    def session(convo: list[Message]) -> tuple[str, Usage]:
+        left = bounds.timeout_s - (time.monotonic() - started)
+        if left <= 0:
+            raise out_of_time()
+        outcome = run(convo, left)
+        tally.add(outcome)
+        if outcome.bound:
+            raise ReadingBoundError(f"{backend}: stage '{stage}' {outcome.bound}", tally.spent(started))
+        if outcome.answer is not None:
+            return outcome.answer, Usage()  # what every session paid is the tally's (below)
 
-    reply = complete_structured(call, messages, schema, backend=backend, stage=stage, retries=json_retries)
+        def failed(attempts: int, _attempts_paid: Usage) -> BackendError:
+            why = outcome.failure[:300]
+            return BackendError(
+                f"{backend}: stage '{stage}' failed after {attempts} attempts: {why}", tally.usage
+            )
+
+        raise AttemptFailed(Usage(), True, failed)
+
+    def call(convo: list[Message]) -> tuple[str, Usage]:
+        return with_retries(
+            lambda: session(convo),
+            retries=retries,
+            meter=meter,
+            backoff=lambda n: min(backoff_s * 2 ** (n - 1), MAX_BACKOFF_S),
+        )
+
+    try:
+        reply = complete_structured(
+            call, messages, schema, backend=backend, stage=stage, retries=json_retries, meter=meter
+        )
+    except (StructuredOutputError, BudgetExceeded) as exc:  # every session so far was paid
+        exc.paid = tally.usage
+        raise
     return tally.spent(started, Reply(reply.text, reply.data, tally.usage))

@@ -13,7 +13,7 @@ import importlib
 from typing import Any, cast
 
 from skillgrad.backend_specs import BACKENDS, BackendSpec, spec_for
-from skillgrad.backends.base import Agent, ChatBackend, ChatModel, HarnessBackend
+from skillgrad.backends.base import Agent, CallMeter, ChatBackend, ChatModel, HarnessBackend, MeteredModel
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.values import Role
@@ -66,10 +66,12 @@ def _usable_module(cfg: Config, name: str, role: Role) -> ChatBackend:
 class Backends:
     """The backends of one run. Each backend module's `new_run_state()` is called once per run
     and its object handed to every factory call, so both roles can share it (the local backend
-    loads its model once) without any process-global state."""
+    loads its model once) without any process-global state. `meter`, the run's budget, is given
+    to every chat model that reserves its own retries through one (`MeteredModel`)."""
 
-    def __init__(self, cfg: Config) -> None:
+    def __init__(self, cfg: Config, meter: CallMeter | None = None) -> None:
         self.cfg = cfg
+        self.meter = meter
         self._states: dict[str, Any] = {}
 
     def _state(self, name: str, module: ChatBackend) -> Any:
@@ -86,7 +88,12 @@ class Backends:
             cfg.model.temperature = temperature
         name = cfg.model.backend_for(role)
         module = _usable_module(cfg, name, role)
-        return module.create_chat(cfg, role, self._state(name, module))
+        return self._metered(module.create_chat(cfg, role, self._state(name, module)))
+
+    def _metered(self, model: ChatModel) -> ChatModel:
+        if isinstance(model, MeteredModel):
+            model.meter = self.meter
+        return model
 
     def agent(self) -> Agent:
         """The target role as an Agent: a harness directly, a chat backend through ChatAgent."""

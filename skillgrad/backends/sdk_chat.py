@@ -1,6 +1,8 @@
 """The glue the two official-SDK chat backends share (`openai_chat`, `anthropic_chat`): the API
 key of a role, availability, the role's settings, one SDK client per chat model, the
-structured-output loop and the mapping of SDK errors to one-line `BackendError`s.
+structured-output loop, the transport retries (skillgrad's loop, `backends.retry`: the SDK client
+runs with `max_retries=0`, so every attempt is one the run's budget reserved and counts) and the
+mapping of SDK errors to one-line `BackendError`s.
 
 The openai and anthropic SDKs are built alike (a client class taking base_url / api_key /
 max_retries / timeout / http_client, one error hierarchy), so a subclass names its SDK module and
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar, Self
 
+from skillgrad.backends.base import CallMeter
 from skillgrad.backends.common import (
     describe_sdk_error,
     fatal_sdk_error,
@@ -23,10 +26,11 @@ from skillgrad.backends.common import (
     key_source,
     one_line,
 )
-from skillgrad.backends.deadline import DeadlineTransport
+from skillgrad.backends.deadline import NEVER_SENT, DeadlineTransport
+from skillgrad.backends.retry import UNANSWERED, AttemptFailed, renew, status_retry, with_retries
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
-from skillgrad.errors import BackendError
+from skillgrad.errors import BackendError, FatalBackendError
 from skillgrad.values import Effort, Message, Reply, Role, Usage
 
 # A local server or gateway (base_url) may need no key, but the SDKs refuse to start without one.
@@ -92,18 +96,12 @@ class SdkClients:
 
 
 def _new_client(
-    sdk: ModuleType,
-    client_class: str,
-    *,
-    base_url: str | None,
-    api_key: str,
-    max_retries: int,
-    timeout_s: float,
+    sdk: ModuleType, client_class: str, *, base_url: str | None, api_key: str, timeout_s: float
 ) -> Any:
     return getattr(sdk, client_class)(
         base_url=base_url,
         api_key=api_key,
-        max_retries=max_retries,
+        max_retries=0,  # skillgrad retries (backends.retry): each attempt reserved and counted
         timeout=timeout_s,
         # timeout_s bounds each attempt's wall-clock time, not only each read (deadline.py)
         http_client=sdk.DefaultHttpxClient(transport=DeadlineTransport(timeout_s)),
@@ -142,7 +140,9 @@ class SdkChat:
         self.model = model
         self.temperature = temperature
         self.max_output_tokens = max_output_tokens
+        self.max_retries = max_retries
         self.json_retries = json_retries
+        self.meter: CallMeter | None = None  # MeteredModel: the run's budget, set by the registry
         self._api_key = api_key
         self._key_name = key_name or self.key_env
         self._client: Any = (clients or SdkClients()).get(
@@ -150,7 +150,6 @@ class SdkChat:
             self.client_class,
             base_url=base_url,
             api_key=api_key or PLACEHOLDER_KEY,
-            max_retries=max_retries,
             timeout_s=timeout_s,
         )
         self.base_url = str(self._client.base_url).rstrip("/") or self.default_base_url
@@ -185,15 +184,21 @@ class SdkChat:
             backend=self.name,
             stage=stage,
             retries=self.json_retries,
+            meter=self.meter,
         )
 
     def _call(
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
     ) -> tuple[str, Usage]:
-        try:
-            return self._send(messages, schema, effort, stage)
-        except (self.sdk.APIError, ValueError) as exc:
-            raise self._error(stage, exc) from None
+        """One request, retried while it fails transiently (`backends.retry`)."""
+
+        def attempt() -> tuple[str, Usage]:
+            try:
+                return self._send(messages, schema, effort, stage)
+            except (self.sdk.APIError, ValueError) as exc:
+                raise self._failed(stage, exc) from exc
+
+        return with_retries(attempt, retries=self.max_retries, meter=self.meter)
 
     def _send(
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
@@ -202,11 +207,35 @@ class SdkChat:
         response is malformed."""
         raise NotImplementedError
 
-    def _error(self, stage: str, exc: Exception) -> BackendError:
+    def _another_request(self) -> None:
+        """Reserve a second request inside one attempt (a resend without a refused feature)."""
+        renew(self.meter, Usage())
+
+    def _failed(self, stage: str, exc: Exception) -> AttemptFailed | BackendError:
+        """One failed attempt: whether (and when) it is retried, and what it may have cost. A
+        refused key or quota is no attempt to retry: its FatalBackendError, at once."""
+        error = self._error(stage, exc)
+        if isinstance(error, FatalBackendError):
+            return error
+
+        def final(attempts: int, paid: Usage) -> BackendError:
+            return self._error(stage, exc, attempts, paid)
+
+        if isinstance(exc, self.sdk.APIStatusError):  # an answer: a provider bills no error answer
+            retry, after = status_retry(exc.status_code, exc.response.headers)
+            return AttemptFailed(Usage(), retry, final, after)
+        if isinstance(exc, self.sdk.APIConnectionError):  # a timeout too: the work may have been done
+            cost = Usage() if isinstance(exc.__cause__, NEVER_SENT) else UNANSWERED
+            return AttemptFailed(cost, True, final)
+        return AttemptFailed(UNANSWERED, False, final)  # answered, but not a reply: not retried
+
+    def _error(
+        self, stage: str, exc: Exception, attempts: int = 1, paid: Usage | None = None
+    ) -> BackendError:
         fields = {"model": self.model, "base_url": self.base_url, "stage": stage, "name": self.name}
         where = self.where.format(**fields)
         fatal = fatal_sdk_error(exc, self.sdk, self.name, where, self._key_name, self._api_key)
         if fatal is not None:
             return fatal
-        detail = one_line(describe_sdk_error(exc, self.sdk), self._api_key)
-        return BackendError(self.failure.format(**fields, detail=detail))
+        detail = one_line(describe_sdk_error(exc, self.sdk, attempts), self._api_key)
+        return BackendError(self.failure.format(**fields, detail=detail), paid)

@@ -12,7 +12,9 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.errors import StructuredOutputError
+from skillgrad.backends.base import CallMeter
+from skillgrad.backends.retry import renew
+from skillgrad.errors import BackendError, BudgetExceeded, StructuredOutputError
 from skillgrad.lazy import lazy_import, load_meanwhile
 from skillgrad.templates import render
 from skillgrad.values import Message, Reply, Usage
@@ -65,11 +67,14 @@ def complete_structured(
     backend: str,
     stage: str,
     retries: int,
+    meter: CallMeter | None = None,
 ) -> Reply:
     """Call the model until its reply parses against `schema`; at most `retries` re-asks.
 
     `call` does one (transport-retried) request and returns (text, usage). Each re-ask shows the
-    model its own reply and the reason it was refused. Usage of every attempt is summed.
+    model its own reply and the reason it was refused, and is reserved through `meter` before it
+    is sent, as a retry is (`backends.retry`). Usage of every attempt is summed; a failure
+    carries what the replies before it cost in its `paid`.
     Without a schema it is one plain call, so every backend's `complete` is this one function.
     """
     if schema is None:
@@ -80,8 +85,14 @@ def complete_structured(
     convo = list(messages)
     text = ""
     reason = ""
-    for _ in range(retries + 1):
-        text, used = call(convo)
+    for asked in range(retries + 1):
+        try:
+            if asked:
+                renew(meter, Usage())
+            text, used = call(convo)
+        except (BackendError, BudgetExceeded) as exc:
+            exc.paid = usage + (exc.paid or Usage())
+            raise
         usage = usage + used
         try:
             return Reply(text=text, data=parse_structured(text, schema), usage=usage)
@@ -89,4 +100,4 @@ def complete_structured(
             reason = str(exc)
         fix = render("skillgrad.backends", "json_retry", reason=reason, schema=json.dumps(schema))
         convo = [*messages, Message("assistant", text or "(empty reply)"), Message("user", fix)]
-    raise StructuredOutputError(backend, stage, text, reason)
+    raise StructuredOutputError(backend, stage, text, reason, paid=usage)

@@ -11,16 +11,21 @@ Scorer (`benchmark.scorer`, required): a built-in name -
   regex     each answer is a regex searched in the reply (case-insensitive)
 - or `module:function` with signature `fn(answer: str, task: Task) -> Score | float | bool`
 (a float is the value in [0, 1], passed when it is 1; a bool is 1 or 0). An exception raised by a
-user scorer scores that task 0 with the exception as feedback, so one odd reply cannot stop a run.
+user scorer, or a result outside that contract (a value that is not a finite number in [0, 1], a
+`passed` that is not a bool or passes a value of 0, another type), fails that task with the reason
+as `Score.scorer_error` (benchmarks.base.checked_score): one odd reply cannot stop a run, and a
+scorer's bug never counts as a pass.
 """
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from skillgrad.benchmarks.base import checked_score, scorer_failed
 from skillgrad.benchmarks.qa import PoolBenchmark, TaskScorer, answer_scorer, read_qa_jsonl, require_data
 from skillgrad.benchmarks.registry import import_object
 from skillgrad.benchmarks.scoring import SCORERS
@@ -33,14 +38,16 @@ UserScorer = Callable[[str, Task], "Score | float | bool"]
 
 
 def _coerce(value: object, spec: str) -> Score:
-    if isinstance(value, Score):
-        return value
+    """A user scorer's result as a Score, checked (never clipped: 2.0 is a bug, not a pass)."""
+    name = f"scorer {spec}"
     if isinstance(value, bool):
-        return Score(float(value), value, f"scorer {spec} returned {value}")
-    if isinstance(value, int | float):
-        clipped = min(1.0, max(0.0, float(value)))
-        return Score(clipped, clipped >= 1.0, f"scorer {spec} returned {value:g}")
-    return Score(0.0, False, f"scorer {spec} returned {type(value).__name__}; expected Score, float or bool")
+        return Score(float(value), value, f"{name} returned {value}")
+    if isinstance(value, numbers.Real) and not isinstance(value, Score):
+        number = float(value)
+        return checked_score(Score(number, number == 1.0, f"{name} returned {number:g}"), name)
+    if not isinstance(value, Score):
+        return scorer_failed(name, f"returned {type(value).__name__}; expected Score, float or bool")
+    return checked_score(value, name)
 
 
 def user_scorer(spec: str, fn: UserScorer) -> TaskScorer:
@@ -48,7 +55,7 @@ def user_scorer(spec: str, fn: UserScorer) -> TaskScorer:
         try:
             return _coerce(fn(answer, task), spec)
         except Exception as exc:  # a user scorer's bug must cost one task, not the whole run
-            return Score(0.0, False, f"scorer {spec} raised {type(exc).__name__}: {str(exc)[:200]}")
+            return scorer_failed(f"scorer {spec}", f"raised {type(exc).__name__}: {str(exc)[:200]}")
 
     return score
 

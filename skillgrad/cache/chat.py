@@ -14,12 +14,12 @@ from typing import Any
 from skillgrad.backends.base import ChatModel
 from skillgrad.backends.reading import (
     Investigation,
-    ReadingBoundError,
     ReadingBounds,
     ReadingChatModel,
     ToolUse,
 )
 from skillgrad.cache.store import ZERO_USAGE, CacheStats, CallCache, request_key
+from skillgrad.errors import BackendError, BudgetExceeded, StructuredOutputError
 from skillgrad.snapshot import tree_digest
 from skillgrad.values import AgentResult, Effort, Message, Reply, Usage
 
@@ -102,9 +102,7 @@ class CachedChatModel:
             if hit is not None:
                 self.stats.hit(hit.saved or ZERO_USAGE)
                 return hit
-            reply = self._paid(
-                stage, self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
-            )
+            reply = self._paid(stage, self._ask(messages, schema, effort, stage))
             payload = {"text": reply.text, "data": reply.data, "usage": reply.usage.to_json()}
             if not self.cache.put(key, payload):
                 self.stats.skip()
@@ -182,8 +180,8 @@ class CachedChatModel:
             found = inner.investigate(
                 messages, folder=folder, bounds=bounds, schema=schema, effort=effort, stage=stage
             )
-        except ReadingBoundError as bounded:
-            self._paid(stage, bounded.spent.reply)
+        except (BackendError, StructuredOutputError, BudgetExceeded) as failed:  # a bound error too
+            self._journal(stage, failed.paid)
             raise
         self._paid(stage, found.reply)
         return found
@@ -191,11 +189,19 @@ class CachedChatModel:
     def _ask(
         self, messages: list[Message], schema: dict[str, Any] | None, effort: Effort | None, stage: str
     ) -> Reply:
-        return self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
+        """The model's reply; a failed call's attempts are journaled as paid all the same."""
+        try:
+            return self.inner.complete(messages, schema=schema, effort=effort, stage=stage)
+        except (BackendError, StructuredOutputError, BudgetExceeded) as failed:
+            self._journal(stage, failed.paid)
+            raise
+
+    def _journal(self, stage: str, usage: Usage | None) -> None:
+        if self.on_paid is not None and usage is not None:
+            self.on_paid(stage, usage)
 
     def _paid(self, stage: str, reply: Reply) -> Reply:
-        if self.on_paid is not None:
-            self.on_paid(stage, reply.usage)
+        self._journal(stage, reply.usage)
         return reply
 
 

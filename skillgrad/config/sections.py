@@ -177,7 +177,8 @@ class ModelConfig(_Section):
     timeout_s: float = Field(120.0, gt=0, le=DAY_S)
     """Per-request timeout of chat backends."""
     max_retries: int = Field(4, ge=0, le=20)
-    """Transport retries with backoff (429, 5xx, timeouts)."""
+    """Transport retries with backoff (429, 5xx, timeouts), skillgrad's own (the SDKs' are off):
+    each a call `budget.max_calls` reserves and counts."""
     json_retries: int = Field(2, ge=0, le=10)
     """Re-asks after a reply that is not schema-valid JSON; then a `StructuredOutputError`
     naming the stage."""
@@ -460,7 +461,10 @@ class OptimizerConfig(_Section):
 
 
 class BudgetConfig(_Section):
-    """Caps across both roles, on paid usage: the run stops at a safe point with `stopped: budget`."""
+    """Caps across both roles, on paid usage: the run stops at a safe point with `stopped: budget`.
+    Every call (a retry, a re-ask and a judge's included) is reserved before it is sent, so the
+    provider never bills more than `max_calls`; token and dollar caps are known only after a call,
+    so the calls in flight can pass them."""
 
     max_usd: float | None = Field(None, gt=0)
     """Cap on the paid cost in US dollars (null: none)."""

@@ -1,21 +1,42 @@
 """Usage accounting of one run: paid usage by role and stage (the ledger), by step, and the
-budget's reservations of units of work (a rollout or an analyst call)."""
+budget's reservations of units of work (a rollout, an analyst or a judge call: `reserved`)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from skillgrad.backends.base import ChatModel
-from skillgrad.budget import Ledger
-from skillgrad.errors import BudgetExceeded
+from skillgrad.budget import BudgetStop, Ledger
+from skillgrad.errors import BackendError, BudgetExceeded, StructuredOutputError
 from skillgrad.loop.rounds import CallClock
 from skillgrad.values import Effort, Message, Reply, Usage
 
+__all__ = ["Accounting", "BudgetStop", "MeteredChatModel", "Reservation", "paid_by"]
 
-class BudgetStop(BudgetExceeded):
-    """Raised inside a stage when the budget is exhausted; the trainer stops at a safe point (an
-    evaluation lets it through, as the public `BudgetExceeded`)."""
+
+def paid_by(exc: BaseException) -> Usage | None:
+    """What a failed unit of work paid before it failed (its attempts: a provider bills a failed
+    call too), or None when the failure says nothing of it."""
+    if isinstance(exc, BackendError | StructuredOutputError | BudgetExceeded):
+        return exc.paid
+    return None
+
+
+class Reservation:
+    """A reserved unit of work: `record` its usage once (which ends it); a unit left without a
+    record is released, or recorded with what its failure says it paid (`Accounting.reserved`)."""
+
+    def __init__(self, accounting: Accounting, role: str, stage: str) -> None:
+        self.accounting, self.role, self.stage = accounting, role, stage
+        self.done = False
+
+    def record(self, usage: Usage, saved: Usage | None = None) -> None:
+        if not self.done:
+            self.done = True
+            self.accounting.record(self.role, self.stage, usage, saved)
 
 
 class Accounting:
@@ -23,44 +44,45 @@ class Accounting:
         self.ledger = ledger
         self._lock = threading.Lock()
         self._step: dict[str, Usage] = {}
-        self._in_flight = 0  # reserved units of work not yet recorded
         self.clock = CallClock()  # when each paid call ran, for the run's sequential rounds
 
     def reserve(self) -> None:
-        """Reserve one unit of work, or raise BudgetStop at a cap. Units in flight count against
-        `budget.max_calls`, so concurrency cannot overshoot it; token and dollar caps are known
-        only after a call, so they can be passed by the calls in flight."""
-        with self._lock:
-            reason = self.ledger.check()
-            cap = self.ledger.budget.max_calls
-            if reason is None and cap is not None and self.ledger.total().calls + self._in_flight >= cap:
-                reason = f"budget.max_calls reached: {cap} calls made or in flight"
-            if reason:
-                raise BudgetStop(reason)
-            self._in_flight += 1
+        """Reserve a unit of work's first call, or raise BudgetStop at a cap (`Ledger.reserve`).
+        Prefer `reserved`, which ends the reservation whatever happens."""
+        self.ledger.reserve()
         self.clock.start()
+
+    @contextlib.contextmanager
+    def reserved(self, role: str, stage: str) -> Iterator[Reservation]:
+        """A unit of work paid under `role` and `stage`, its reservation ended on the way out
+        however the block leaves: recorded by the block, or with what its exception paid, or
+        released."""
+        self.reserve()
+        unit = Reservation(self, role, stage)
+        try:
+            yield unit
+        except BaseException as exc:
+            paid = paid_by(exc)
+            if paid is not None:
+                unit.record(paid)
+            raise
+        finally:
+            if not unit.done:
+                self.release()
 
     def record(self, role: str, stage: str, usage: Usage, saved: Usage | None) -> None:
         """Paid usage counts against the budget; `saved` is what a cache hit avoided paying.
-        Ends the unit's reservation."""
+        Ends the unit's reservation (each call it reserved)."""
         self.ledger.record(role, stage, usage, saved=saved)
+        self.ledger.end_unit()
         self.clock.end(paid=usage.calls > 0)
-        with self._lock:
-            self._step[role] = self._step.get(role, Usage()) + usage
-            self._in_flight -= 1
-
-    def record_unreserved(self, role: str, stage: str, usage: Usage, saved: Usage | None) -> None:
-        """Count a call made inside a reserved unit of work (a judge grading a rollout): it counts
-        against the budget from now on, but it was not reserved, so it ends no reservation."""
-        self.ledger.record(role, stage, usage, saved=saved)
         with self._lock:
             self._step[role] = self._step.get(role, Usage()) + usage
 
     def release(self) -> None:
         """End a reservation whose unit of work failed without usage to record."""
+        self.ledger.end_unit()
         self.clock.end(paid=False)
-        with self._lock:
-            self._in_flight -= 1
 
     def start_step(self) -> None:
         with self._lock:
@@ -76,8 +98,10 @@ class Accounting:
 
 
 class MeteredChatModel:
-    """A ChatModel whose calls are counted by the run's accounting under one role and stage (a
-    judge's calls, made while scoring a rollout). Errors propagate as the inner model raises them."""
+    """A ChatModel whose every call is a unit of work of the run's accounting under one role and
+    stage (a judge's calls, made while scoring a rollout): reserved before it starts, so the calls
+    in flight cannot pass `budget.max_calls`. Errors propagate as the inner model raises them
+    (BudgetStop when no call may start)."""
 
     def __init__(self, inner: ChatModel, accounting: Accounting, role: str, stage: str) -> None:
         self.inner = inner
@@ -95,6 +119,7 @@ class MeteredChatModel:
         effort: Effort | None = None,
         stage: str = "",
     ) -> Reply:
-        reply = self.inner.complete(messages, schema=schema, effort=effort, stage=stage or self.stage)
-        self.accounting.record_unreserved(self.role, self.stage, reply.usage, reply.saved)
+        with self.accounting.reserved(self.role, self.stage) as unit:
+            reply = self.inner.complete(messages, schema=schema, effort=effort, stage=stage or self.stage)
+            unit.record(reply.usage, reply.saved)
         return reply

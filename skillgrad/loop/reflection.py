@@ -174,8 +174,7 @@ class Reflection:
         name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "") + ("_reask" if reask else "")
         record_path = self.run.reflection_path(step, name)
         failures = sum(1 for r in minibatch if not r.score.passed)
-        with self.slots:
-            self.accounting.reserve()
+        with self.slots, self.accounting.reserved("optimizer", "reflect") as unit:
             inputs = self._inputs("" if reask else skill, minibatch, rejected, lr, batch)
             chat, inputs, desk = self._analyst_for(step, name, proposal, inputs)
             started = time.monotonic()
@@ -183,21 +182,20 @@ class Reflection:
                 patch, reply, messages = self.analyst(
                     chat, inputs, index, self.cfg.model.effort_for("optimizer"), proposal
                 )
-            except FatalBackendError:
-                self.accounting.release()
-                raise
             except ReadingBoundError as bounded:  # paid; the step goes on without this analyst's edits
-                self.accounting.record("optimizer", "reflect", bounded.spent.reply.usage, None)
+                unit.record(bounded.paid)
                 extra = desk.record(bounded.spent) if desk else {}
                 self.run.write_json(record_path, {"minibatch": index, "error": str(bounded), **extra})
                 self.events.emit("message", text=f"step {step}: reflection {name}: {bounded}")
                 return Patch(index, [], failures, proposal, reask)
+            except FatalBackendError:
+                raise  # what it paid is recorded on the way out (Accounting.reserved)
             except (StructuredOutputError, BackendError) as exc:
-                self.accounting.release()
+                unit.record(exc.paid)  # its attempts are paid all the same
                 extra = desk.record() if desk else {}
                 self.run.write_json(record_path, {"minibatch": index, "error": str(exc), **extra})
                 return exc
-            self.accounting.record("optimizer", "reflect", reply.usage, reply.saved)
+            unit.record(reply.usage, reply.saved)
         patch = replace(patch, reask=reask)
         shown = desk.chat.sent if desk else messages  # what the analyst was sent, its guide included
         record = reflection_record(index, minibatch, shown, reply, patch)

@@ -5,7 +5,6 @@ Events and pays through Accounting; several may run side by side (overlap) and w
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,6 +80,19 @@ class RolloutRunner:
         self.refused: list[FatalBackendError] = []  # a refused key or quota: no stage starts a call
         self.epoch: int | None = None  # the epoch in progress, for progress events
         self._lock = threading.Lock()
+        self.scorer_errors: list[str] = []  # the scorer_error of each rollout of this session that has one
+
+    def scorer_note(self) -> str | None:
+        """The one line that says the scorer failed tasks (it raised, or broke the Score
+        contract), or None when it never did."""
+        with self._lock:
+            errors = list(self.scorer_errors)
+        if not errors:
+            return None
+        return (
+            f"the scorer failed {len(errors)} task run(s) (first: {errors[0]}); each counts as failed, "
+            "never as a pass: fix the scorer (score.json `scorer_error` says why per task)"
+        )
 
     def rollouts(
         self,
@@ -106,7 +118,7 @@ class RolloutRunner:
         epoch = epoch if resamples(self.cfg) else 1
         folder_of = prefix if callable(prefix) else (lambda _index, p=prefix: p)
         if fresh and not callable(prefix):
-            shutil.rmtree(self.run.path(str(prefix)), ignore_errors=True)
+            self.run.clear(prefix)
         self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks))
         for folder in dict.fromkeys(folder_of(i) for i in range(len(tasks))):
             self.run.write_task_index(folder, [t for i, t in enumerate(tasks) if folder_of(i) == folder])
@@ -136,9 +148,11 @@ class RolloutRunner:
 
         def on_done(j: int, rollout: Rollout) -> None:
             index = indices[j]
-            self.accounting.record("target", batch.stage, rollout.result.usage, rollout.result.saved)
             if rollout.result.is_error and not last:
-                return  # paid for; it runs again, and that run is the one kept
+                return  # paid for (run_rollouts records it); it runs again, and that run is kept
+            if rollout.score.scorer_error is not None:
+                with self._lock:
+                    self.scorer_errors.append(rollout.score.scorer_error)
             self.run.write_rollout(
                 batch.folder_of(index),
                 rollout,
@@ -168,7 +182,7 @@ class RolloutRunner:
                 batch.folder_of(indices[j]), task, create=self.needs_workspace
             ),
             on_done=on_done,
-            before_call=self.accounting.reserve,
+            reserve=lambda: self.accounting.reserved("target", batch.stage),
             concurrency=self.cfg.train.concurrency,
             slots=self.slots,
             refused=self.refused,

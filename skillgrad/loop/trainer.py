@@ -275,6 +275,8 @@ class Trainer:
             raise
         state = state or TrainState()
         summary = self.summary(state, stopped, test, reason=reason)
+        if (note := self.runner.scorer_note()) is not None:
+            self.events.emit("message", text=note)
         self.events.emit(
             "run_end",
             best_score=state.best_score,
@@ -364,6 +366,7 @@ class Trainer:
             "wall_s": round(self.earlier_wall_s + self.events.elapsed(), 3),  # every process's
             "sessions": self.earlier_sessions + 1,
             "calls": self.ledger.paid_calls(),
+            "scorer_errors": len(self.runner.scorer_errors),
             "rounds": self.rounds(),
             "usage": self.ledger.to_json(),
         }

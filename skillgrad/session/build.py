@@ -17,7 +17,7 @@ from typing import Any
 from skillgrad.activation.description import check_description
 from skillgrad.activation.world import ActivationPlan, input_paths, plan_activation
 from skillgrad.backend_specs import spec_for
-from skillgrad.backends.base import Agent, ChatModel
+from skillgrad.backends.base import Agent, CallMeter, ChatModel
 from skillgrad.backends.registry import Backends
 from skillgrad.benchmarks.base import Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
@@ -154,17 +154,19 @@ def build_roles(
     optimizer: bool = True,
     judge: bool = False,
     journal: PaidJournal | None = None,
+    meter: CallMeter | None = None,
     executor: Executor | None = None,
     activation: Callable[[Agent], tuple[Agent, dict[str, Any]]] | None = None,
 ) -> Roles:
     """Both roles, wrapped in the call cache; everything that shapes a reply is in its key
-    (`skillgrad.cache.keys`). Each
-    paid call goes to `journal` as it returns (usage across crashes, see skillgrad.budget). A
+    (`skillgrad.cache.keys`). Each paid call goes to `journal` as it returns (usage across
+    crashes, see skillgrad.budget), and every retry of a chat model is reserved through `meter`,
+    the run's ledger, before it is sent. A
     judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way. The
     target runs where `executor` puts it; the cache around it stays in the driver. `activation`
     makes the same target into the one that measures when the skill is loaded (with what else
     shapes its runs): `Roles.trigger_agent` (skillgrad.activation)."""
-    backends = Backends(cfg)
+    backends = Backends(cfg, meter)
     target = spec_for(cfg.model.backend_for("target"))
     chat, samplers = None, []
     if optimizer or judge:
@@ -217,13 +219,14 @@ def open_session(
     *,
     resume: bool = False,
     journal: PaidJournal | None = None,
+    ledger: Ledger | None = None,
 ) -> Session:
     """The run folder, created, and the run's events: to `observers`, to `<out>/train.log` and to
-    MLflow when `tracking.mlflow` is on."""
+    MLflow when `tracking.mlflow` is on; `ledger` (the one the roles are metered by) or a new one."""
     tracker = make_tracking_observer(cfg, out, redactor)  # may refuse (no mlflow): before anything is written
     run = RunDir(out, redactor)
     run.create(allow_existing=resume)
     kept: list[Observer] = [*observers, LogFileObserver(out / RunFiles.LOG)]
     if tracker is not None:
         kept.append(tracker)
-    return Session(run, Events(kept), Ledger(cfg.budget, journal))
+    return Session(run, Events(kept), ledger or Ledger(cfg.budget, journal))

@@ -18,12 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.activation.both import DESCRIPTION_DIR
-from skillgrad.activation.description import check_description, with_front_matter
+from skillgrad.activation.description import (
+    check_description,
+    tags_removed,
+    with_front_matter,
+    without_description_tags,
+)
 from skillgrad.activation.runs import activation_roles, make_trainer
 from skillgrad.activation.world import ActivationPlan, needs_tasks, trigger_config
 from skillgrad.atomic import RunLock
 from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
-from skillgrad.budget import PaidJournal
+from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.config import Config
 from skillgrad.errors import (
     EvaluationFailed,
@@ -103,7 +108,10 @@ def fresh_out(out: Path, notify: Notify) -> Path:
     while (candidate := out.with_name(f"{out.name}-{n}")).exists() and any(candidate.iterdir()):
         n += 1
     was, now = shown_path(out), shown_path(candidate)
-    notify(f"{was} holds an earlier run (`--resume {was}` continues it); this run writes to {now}")
+    if (holder := RunLock(out / RunFiles.LOCK).live_holder()) is not None:
+        notify(f"{was} is in use by another skillgrad trainer ({holder}); this run writes to {now}")
+    else:
+        notify(f"{was} holds an earlier run (`--resume {was}` continues it); this run writes to {now}")
     return candidate
 
 
@@ -177,6 +185,10 @@ def train(
     if skill is not None:
         check_description(cfg, "skill", skill)
     text = initial_skill(cfg) if skill is None else skill
+    text, tags = without_description_tags(text, cfg.skill.name)
+    if tags:  # the rule of every description an analyst proposes, so the router never sees one
+        source = "skill" if skill is not None else cfg.skill.init
+        notify(f"{source}: warning: {tags_removed(tags)}; the run trains the description without them")
     if benchmark is None:
         benchmark = checked_benchmark(cfg, train_splits(cfg)) if needs_tasks(cfg) else None
     else:
@@ -206,24 +218,33 @@ def _train(
 ) -> dict[str, Any]:
     redactor = redactor_for(cfg)
     journal = PaidJournal(out / RunFiles.PAID)
+    ledger = Ledger(cfg.budget, journal)  # the roles' retries are reserved through it (their meter)
     cache = call_cache(cfg, redactor, use_cache)
     judged = isinstance(benchmark, JudgedBenchmark)
     activation = activation_roles(cfg, plan)
     roles = build_roles(
-        cfg, cache, redactor, judge=judged, journal=journal, executor=executor, activation=activation
+        cfg,
+        cache,
+        redactor,
+        judge=judged,
+        journal=journal,
+        meter=ledger,
+        executor=executor,
+        activation=activation,
     )
-    session = open_session(cfg, out, redactor, observers, resume=resume, journal=journal)
+    session = open_session(cfg, out, redactor, observers, resume=resume, journal=journal, ledger=ledger)
     try:
         with kept_in(out, TrainingFailed), RunLock(out / RunFiles.LOCK):
             state = None
             if resume:
                 session.run.remove_stale_temp_files()  # left by a SIGKILL; the lock is ours now
-                state, session.ledger = load_checkpoint(out, cfg, journal)
+                state, loaded = load_checkpoint(out, cfg, journal)
+                ledger.adopt(loaded)
             session.run.write_config(cfg.portable().to_json())
             both = resume and cfg.optimizer.target == "both"
             part = check_part(out / DESCRIPTION_DIR) if both else None  # the description's checkpoint
             tools = (session.run, session.events, session.ledger)
-            trainer = make_trainer(cfg, benchmark, roles, *tools, skill, plan, redactor, part)
+            trainer = make_trainer(cfg, benchmark, roles, *tools, skill, plan, part)
             if resume:
                 trainer.earlier_wall_s, trainer.earlier_sessions = earlier_sessions(out)
             return trainer.train(state)
@@ -273,8 +294,9 @@ def _evaluate(
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
     cache = call_cache(cfg, redactor, use_cache)
-    roles = build_roles(cfg, cache, redactor, optimizer=False, judge=judged, executor=executor)
-    session = open_session(cfg, out, redactor, observers)
+    ledger = Ledger(cfg.budget)
+    roles = build_roles(cfg, cache, redactor, optimizer=False, judge=judged, meter=ledger, executor=executor)
+    session = open_session(cfg, out, redactor, observers, ledger=ledger)
     try:
         with kept_in(out, EvaluationFailed), RunLock(out / RunFiles.LOCK):
             session.run.write_config(cfg.portable().to_json())
@@ -293,12 +315,15 @@ def _evaluate(
                 "n": len(results),
                 "passed": sum(1 for r in results if r.score.passed),
                 "errors": sum(1 for r in results if r.result.is_error),
+                "scorer_errors": sum(1 for r in results if r.score.scorer_error is not None),
                 "target_backend": cfg.model.target_backend,
                 "target_model": roles.agent.model,
                 "usage": session.ledger.to_json(),
                 "wall_s": round(session.events.elapsed(), 3),
             }
             session.run.write_eval(report)
+            if (note := runner.scorer_note()) is not None:
+                session.events.emit("message", text=note)
             if results and report["errors"] == len(results):  # a score of 0 that measured nothing
                 raise EvaluationFailed(f"every task failed to run; first error: {results[0].result.error}")
             return report, results

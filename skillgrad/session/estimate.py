@@ -13,7 +13,10 @@ of the candidate; the final test of the initial skill and of the best one. A fro
 train batch and no reflection, and one analyst call when the lineages conflict; the final test also
 reports frontier members. An analyst that reads a
 workspace (`optimizer.reflection`) takes several model turns per call (`model_turns`), each
-re-reading its prompt and what it opened so far.
+re-reading its prompt and what it opened so far. A retry is a call the provider bills and
+`budget.max_calls` counts, so each stage's calls include its retries (`retries`: the assumed share
+of calls retried once) wherever skillgrad's retry loop makes them: every backend but `local`, and
+not a harness target's rollout (the CLI retries inside its one session).
 """
 
 from __future__ import annotations
@@ -67,6 +70,8 @@ class Assumptions:
     reading_turns_share: float = 0.5
     read_chars_per_turn: int = 3000
     tool_call_tokens: int = 40
+    # of the calls of a backend that retries (a 429, a 5xx, a timeout), those retried once
+    retry_share: float = 0.05
 
 
 def _tokens(chars: float, a: Assumptions) -> int:
@@ -183,6 +188,19 @@ def _rollout_tokens(
     return turns * prompt, turns * answer
 
 
+def _retried(cfg: Config, stages: dict[str, dict[str, int]], a: Assumptions) -> None:
+    """Each stage's retries counted as calls (see the module docstring)."""
+    m = cfg.model
+    target = spec_for(m.backend_for("target"))
+    target_retries = target.name != "local" and not target.harness
+    for name, stage in stages.items():
+        role_retries = (
+            m.backend_for("optimizer") != "local" if name in ("reflect", "merge") else target_retries
+        )
+        stage["retries"] = round(stage["calls"] * a.retry_share) if role_retries and m.max_retries else 0
+        stage["calls"] += stage["retries"]
+
+
 def _totals(stages: dict[str, dict[str, int]]) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
     """The stages summed by role (the target's rollouts, the optimizer's reflections) and in all."""
     roles = {
@@ -263,6 +281,7 @@ def estimate(
     if frontier:
         stages["merge"] = _stage(merge_calls, *_merge_tokens(cfg, a))
     stages["reflect"]["model_turns"] = reflect_calls * reflect_turns
+    _retried(cfg, stages, a)
     roles, total = _totals(stages)
     measured = {
         "tasks": {"train": n_train, "val": n_val, "test": n_test},
@@ -280,7 +299,7 @@ def estimate(
         **({"merge_steps": merges} if frontier else {}),
         "reflection": reflection_mode(cfg),
         "analyst_turns": reflect_turns,
-        "not_counted": "call-cache hits, retries, steps with no edit to validate, a judge's calls",
+        "not_counted": "call-cache hits, steps with no edit to validate, a judge's calls",
     }
     return {
         "steps": steps,

@@ -24,7 +24,10 @@ End-to-end tests of `skillgrad` as a subprocess start this server in-process (it
 background thread of the pytest process) and pass `server.base_url` to the subprocess, e.g. with
 `--set model.base_url=...`; no separate server process is needed.
 
-Every response carries `retry-after-ms: 1` so the openai SDK's retries of 429/5xx are instant.
+Every response carries `retry-after-ms: 1` so retries of 429/5xx are instant. A delayed reply
+(`delay_s`) is not sent once the client hung up (it timed out): `server.abandoned` counts those,
+`server.max_open` is the most requests a client had open at once (received, neither answered nor
+hung up), `server.answered` the replies sent, by status code.
 The server listens on 127.0.0.1 only, on a free port. A handler that raises answers HTTP 500 with
 `x-should-retry: false` (so the SDK does not retry it), and the exception is re-raised as
 `HandlerError` when the `with` block ends (see `ScriptedOpenAI.errors`).
@@ -34,6 +37,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import select
+import socket
 import threading
 import time
 import traceback
@@ -250,6 +255,10 @@ class ScriptedOpenAI:
         self._requests: list[Request] = []
         self._errors: list[str] = []
         self._server: LocalServer | None = None
+        self._open = 0
+        self.max_open = 0  # the most requests open at once (see the module docstring)
+        self.abandoned = 0  # delayed replies never sent: the client had hung up
+        self.answered: dict[int, int] = {}  # HTTP status -> replies sent
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -312,6 +321,17 @@ class ScriptedOpenAI:
     def _record(self, request: Request) -> None:
         with self._lock:
             self._requests.append(request)
+            self._open += 1
+            self.max_open = max(self.max_open, self._open)
+
+    def _closed(self, status: int | None) -> None:
+        """One open request ended: answered with `status`, or (None) abandoned by its client."""
+        with self._lock:
+            self._open -= 1
+            if status is None:
+                self.abandoned += 1
+            else:
+                self.answered[status] = self.answered.get(status, 0) + 1
 
     def _respond(self, request: Request) -> Response:
         if request.get("stream"):
@@ -353,8 +373,26 @@ def _make_request_handler(server: ScriptedOpenAI) -> type[BaseHTTPRequestHandler
             request = Request(body, self.path, dict(self.headers.items()))
             server._record(request)
             response = server._respond(request)
-            if response.delay_s:
-                time.sleep(response.delay_s)
-            self._send(*encode(request, response), response.headers)
+            if response.delay_s and self._client_hangs_up_within(response.delay_s):
+                server._closed(None)
+                self.close_connection = True
+                return
+            status, content_type, payload = encode(request, response)
+            server._closed(status)
+            self._send(status, content_type, payload, response.headers)
+
+        def _client_hangs_up_within(self, delay_s: float) -> bool:
+            """Wait `delay_s`; True as soon as the client closes its end (it timed out)."""
+            deadline = time.monotonic() + delay_s
+            while (left := deadline - time.monotonic()) > 0:
+                readable, _, _ = select.select([self.connection], [], [], min(left, 0.05))
+                if readable:
+                    try:
+                        if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                            return True
+                    except OSError:
+                        return True
+                    time.sleep(min(left, 0.01))  # bytes of a next request (none are pipelined)
+            return False
 
     return _Handler

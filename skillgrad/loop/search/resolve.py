@@ -128,15 +128,15 @@ def resolve(
     """One analyst call for every conflict of the merge; paid through `accounting` (stage merge)."""
     messages = merge_messages(conflicts, *sides)
     prompt = [{"role": m.role, "content": m.content} for m in messages]
-    accounting.reserve()
-    try:
-        reply = chat.complete(messages, schema=merge_schema(len(conflicts)), effort=effort, stage="merge")
-    except FatalBackendError:
-        accounting.release()
-        raise
-    except (StructuredOutputError, BackendError) as exc:
-        accounting.release()
-        return Resolution(None, f"the analyst's reply failed: {exc}", {"prompt": prompt, "error": str(exc)})
-    accounting.record("optimizer", "merge", reply.usage, reply.saved)
+    with accounting.reserved("optimizer", "merge") as unit:
+        try:
+            reply = chat.complete(messages, schema=merge_schema(len(conflicts)), effort=effort, stage="merge")
+        except FatalBackendError:
+            raise  # what it paid is recorded on the way out (Accounting.reserved)
+        except (StructuredOutputError, BackendError) as exc:
+            unit.record(exc.paid)  # its attempts are paid all the same
+            failure = {"prompt": prompt, "error": str(exc)}
+            return Resolution(None, f"the analyst's reply failed: {exc}", failure)
+        unit.record(reply.usage, reply.saved)
     lines, reason = parse_resolutions(reply.data, len(conflicts))
     return Resolution(lines, reason, {"prompt": prompt, "reply": reply.text})

@@ -46,7 +46,7 @@ class AttemptFailed(Exception):
 def backoff_s(attempt: int, initial_s: float = INITIAL_BACKOFF_S, cap_s: float = MAX_BACKOFF_S) -> float:
     """The pause after the `attempt`-th failure (1-based): doubling from `initial_s`, at most
     `cap_s`, less up to a quarter at random so concurrent calls do not retry in step."""
-    return min(initial_s * 2 ** (attempt - 1), cap_s) * (1 - 0.25 * random.random())
+    return min(initial_s * 2.0 ** (attempt - 1), cap_s) * (1 - 0.25 * random.random())
 
 
 def retry_after_s(headers: Mapping[str, str]) -> float | None:

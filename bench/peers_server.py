@@ -270,19 +270,25 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class Served:
-    """The two models and their router; a context manager that tears all of it down."""
+    """The models (by role: both, or the target alone for bench/headroom.py) and their router; a
+    context manager that tears all of it down. Roles given the same file share one model process
+    (one server, one slot: the bench's calls are sequential)."""
 
     def __init__(
         self, models: Mapping[str, Path], caps: Mapping[str, int], *, ctx: int, threads: int
     ) -> None:
-        self._models: dict[str, ModelProcess] = {}
+        self._models: dict[str, ModelProcess] = {}  # by file: one process for roles of one model
+        ports: dict[str, int] = {}
         try:
-            for role in ROLES:
-                self._models[role] = ModelProcess(models[role], ctx=ctx, threads=threads)
+            for role in (r for r in ROLES if r in models):
+                path = str(Path(models[role]).resolve())
+                if path not in self._models:
+                    self._models[path] = ModelProcess(models[role], ctx=ctx, threads=threads)
+                ports[role] = self._models[path].port
         except BaseException:
             self.close()
             raise
-        self.router = Router({r: m.port for r, m in self._models.items()}, caps, timeout_s=1800)
+        self.router = Router(ports, caps, timeout_s=1800)
         self._thread = threading.Thread(target=self.router.serve_forever, daemon=True)
         self._thread.start()
 

@@ -1,9 +1,10 @@
-"""bench/vs_peers.py's three systems, each run as its user runs it against the one served address:
+"""bench/vs_peers.py's four systems, each run as its user runs it against the one served address:
 skillgrad (`skillgrad train`, then `skillgrad eval --split test`), GEPA 0.1.4 (bench/gepa_run.py in
-its own venv) and SkillOpt 0.2.0 (`skillopt-train` in its own venv, its SearchQA env unchanged).
+its own venv), SkillOpt 0.2.0 (`skillopt-train` in its own venv, its SearchQA env unchanged) and
+DSPy 3.4.1 (bench/dspy_run.py in its own venv; its prompts scored by bench/peers_dspy.py).
 
 Every function returns one result row (see vs_peers.py's docstring for its fields) and counts
-calls and tokens at the router, the same way for all three.
+calls and tokens at the router, the same way for all four.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from peers_dspy import score_prompt
 from peers_server import CallLog, usage
 from skillopt_side import SkillOpt, clean_env, write_split
 
@@ -87,12 +89,21 @@ class TestScores:
         self.path = path
         self.scores: dict[str, float] = json.loads(path.read_text()) if path.is_file() else {}
 
-    def get(self, skill: str, evaluate: Callable[[Path], float], folder: Path) -> float:
-        key = skill_key(skill)
+    def get(
+        self,
+        skill: str,
+        evaluate: Callable[[Path], float],
+        folder: Path,
+        name: str = "skill.md",
+        kind: str = "",
+    ) -> float:
+        """`skill`'s score (written to folder/name and evaluated once); `kind` keeps texts that
+        are not skills (DSPy's prompts) apart from skills."""
+        key = skill_key(kind + skill)
         if key not in self.scores:
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / "skill.md").write_text(skill, encoding="utf-8")
-            self.scores[key] = evaluate(folder / "skill.md")
+            (folder / name).write_text(skill, encoding="utf-8")
+            self.scores[key] = evaluate(folder / name)
             self.path.write_text(json.dumps(self.scores, indent=2), encoding="utf-8")
         return self.scores[key]
 
@@ -289,3 +300,42 @@ def run_skillopt(sr: SeedRun, so: SkillOpt) -> dict[str, Any]:
     before = _rescored(sr, test_dirs[0] / "results.jsonl")
     after = _rescored(sr, test_dirs[1] / "results.jsonl")
     return row_of(sr, "skillopt", search, (before, after, 0.0, counted))
+
+
+def dspy_test(sr: SeedRun, program: dict[str, Any]) -> tuple[float, float, float, dict[str, int]]:
+    """Test score of DSPy's initial and best program's prompts (bench/peers_dspy.py); wall; usage.
+    A prompt already scored on this seed is not scored again (its JSON text is the key)."""
+    scores = TestScores(sr.work / f"test_scores{sr.settings_key}.json")
+    bench = load_benchmark(load_config(sr.config, sr.seed_sets))
+
+    def scored(path: Path) -> float:
+        prompt = json.loads(path.read_text(encoding="utf-8"))
+        return score_prompt(prompt, sr.test_tasks, bench, sr.base_url, sr.target_cap)[0]
+
+    mark, start = sr.log.mark(), time.perf_counter()
+    texts = [json.dumps(program[k], sort_keys=True, ensure_ascii=False) for k in ("initial", "best")]
+    before, after = (
+        scores.get(t, scored, sr.work / f"test_dspy_{skill_key(t)}", "prompt.json", "dspy:") for t in texts
+    )
+    return before, after, time.perf_counter() - start, usage(sr.log.since(mark), sr.test_questions)
+
+
+def run_dspy(sr: SeedRun, python: Path) -> dict[str, Any]:
+    folder = sr.work / "dspy"
+    cmd = [str(python), str(REPO / "bench" / "dspy_run.py"), "--config", str(sr.config)]
+    cmd += ["--seed", str(sr.seed), "--budget", str(sr.budget), "--out", str(folder / "run")]
+    mark = sr.log.mark()
+    wall = run([*cmd, *[a for s in sr.seed_sets for a in ("--set", s)]], folder / "dspy.log")
+    own = json.loads((folder / "run" / "dspy.json").read_text(encoding="utf-8"))
+    program = json.loads((folder / "run" / "program.json").read_text(encoding="utf-8"))
+    search = {
+        "baseline_val": own["baseline_val_score"],
+        "best_val": own["best_val_score"],
+        **_search_usage(sr, mark),
+        "wall_s": round(wall, 1),
+        "candidates": len(own["candidates"]),
+        "demos": own["demos"],
+        "best_skill": json.dumps(program["best"]["messages"], ensure_ascii=False),
+        "version": own["dspy_version"],
+    }
+    return row_of(sr, "dspy", search, dspy_test(sr, program))

@@ -1,5 +1,8 @@
 """bench/vs_peers.py's pure parts: where rows are stored, which stored rows can be reused, the
-per-seed table, and per system the mean test gain with a sign test over seeds."""
+per-seed table, per system the mean test gain with a sign test over seeds, and the learning table:
+per benchmark its headroom (bench/headroom.py's rows: the best reference skill's mean test score
+less the empty skill's), each system's mean test gain and the share of the headroom it recovered
+(gain / headroom), its calls, and skillgrad against each peer seed by seed (a sign test)."""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from peers_bench import MIN_TEST_ITEMS, test_settings
 from scipy.stats import binomtest
 
-SYSTEMS = ("skillgrad", "gepa", "skillopt")
+SYSTEMS = ("skillgrad", "gepa", "skillopt", "dspy")
+HEADROOM_BAR = 0.10  # benchmarks with at least this headroom are where a skill can show it learns
 # What must be equal for a stored row to stand beside a new one: same items, models and budget.
 SAME_SETTINGS = ("budget", "settings")
 
@@ -104,5 +109,107 @@ def summary_table(rows: Iterable[Mapping[str, Any]]) -> list[str]:
         lines.append(
             f"| {bench} | {system} | {len(group)} | {sum(gains) / len(gains):+.3f} | {up} / {down} | "
             f"{p:.3f} | {calls:.1f} | {wall:.0f} |"
+        )
+    return lines
+
+
+def headroom_rows(root: Path, benchmarks: Iterable[str]) -> list[dict[str, Any]]:
+    """bench/headroom.py's rows under `root` (every model label) for `benchmarks`, smoke rows and
+    rows of fewer than MIN_TEST_ITEMS test items left out."""
+    rows = []
+    for bench in benchmarks:
+        for path in sorted(root.glob(f"*/{bench}/seed*.json")):
+            row = read_row(path)
+            if row and not row.get("smoke") and row["settings"]["test_size"] >= MIN_TEST_ITEMS:
+                rows.append(row)
+    return rows
+
+
+def _key(row: Mapping[str, Any]) -> str:
+    return json.dumps(test_settings(row["settings"]), sort_keys=True)
+
+
+def headroom(rows: Sequence[Mapping[str, Any]]) -> tuple[float, str, float] | None:
+    """(headroom, the best reference, the empty skill's mean) over one benchmark's seeds: the
+    reference with the highest mean test score among those every seed has, less the empty skill's
+    mean. None without rows or without the empty skill."""
+    scored = [{name: ref["score"] for name, ref in r["references"].items()} for r in rows]
+    common = set.intersection(*(set(s) for s in scored)) if scored else set()
+    if "empty" not in common:
+        return None
+    means = {name: sum(s[name] for s in scored) / len(scored) for name in common}
+    best = max(sorted(means), key=lambda name: means[name])
+    return means[best] - means["empty"], best, means["empty"]
+
+
+def share(gain_value: float, room: float | None) -> float | None:
+    """The share of the headroom a gain recovered (None where there is no headroom to share)."""
+    return gain_value / room if room is not None and room > 1e-9 else None
+
+
+def versus(ours: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]]) -> tuple[int, int, float]:
+    """Skillgrad against a peer on the seeds both ran: (seeds skillgrad gained more, fewer, sign p)."""
+    mine = {r["seed"]: gain(r) for r in ours}
+    return sign_test([mine[r["seed"]] - gain(r) for r in theirs if r["seed"] in mine])
+
+
+def _model(settings: Mapping[str, Any]) -> str:
+    return str(settings.get("target_model", "")).split(" (")[0]
+
+
+def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Per target model, benchmark and system: the headroom, the mean test gain and its share of
+    the headroom, calls, the sign test of its gains, skillgrad against it; then, over benchmarks
+    with headroom >= HEADROOM_BAR, each system's mean gain and share."""
+    rooms: dict[str, list[Mapping[str, Any]]] = {}
+    for h in head:
+        rooms.setdefault(_key(h), []).append(h)
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((_key(r), r["system"]), []).append(r)
+    lines = [
+        "| target | benchmark | headroom (best reference) | system | seeds | mean test gain | share "
+        "| mean target calls | mean optimizer calls | seeds up / down (p) | skillgrad better / worse (p) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    order = {name: i for i, name in enumerate(SYSTEMS)}
+    over_bar: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
+    for (key, system), group in sorted(groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9))):
+        first = group[0]
+        room = headroom(rooms.get(key, []))
+        gains = [gain(r) for r in group]
+        mean_gain = sum(gains) / len(gains)
+        up, down, p = sign_test(gains)
+        vs = "-"
+        if system != "skillgrad" and (ours := groups.get((key, "skillgrad"))):
+            better, worse, vp = versus(ours, group)
+            vs = f"{better} / {worse} ({vp:.3f})"
+        part = share(mean_gain, room[0] if room else None)
+        if room and room[0] >= HEADROOM_BAR:
+            over_bar.setdefault((_model(first["settings"]), system), []).append((mean_gain, part))
+        calls = [sum(r[k] for r in group) / len(group) for k in ("target_calls", "optimizer_calls")]
+        lines.append(
+            f"| {_model(first['settings'])} | {first['benchmark']} | "
+            f"{f'{room[0]:.3f} ({room[1]})' if room else '-'} | {system} | {len(group)} | "
+            f"{mean_gain:+.3f} | {_num(part, 2)} | {calls[0]:.1f} | {calls[1]:.1f} | "
+            f"{up} / {down} ({p:.3f}) | {vs} |"
+        )
+    return [*lines, "", *_bar_table(over_bar)]
+
+
+def _bar_table(over_bar: Mapping[tuple[str, str], list[tuple[float, float | None]]]) -> list[str]:
+    lines = [
+        f"| target | system | benchmarks with headroom >= {HEADROOM_BAR:.2f} | mean test gain | mean share |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    order = {name: i for i, name in enumerate(SYSTEMS)}
+    for (model, system), values in sorted(
+        over_bar.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9))
+    ):
+        shares = [s for _, s in values if s is not None]
+        mean_share = sum(shares) / len(shares) if shares else None
+        lines.append(
+            f"| {model} | {system} | {len(values)} | {sum(g for g, _ in values) / len(values):+.3f} | "
+            f"{_num(mean_share, 2)} |"
         )
     return lines

@@ -1,33 +1,36 @@
-"""skillgrad, GEPA 0.1.4 and SkillOpt 0.2.0 on public benchmarks: same items, same models, same
-budget of target calls, one served address.
+"""skillgrad, GEPA 0.1.4, SkillOpt 0.2.0 and DSPy 3.4.1 on public benchmarks: same items, same
+models, same budget of target calls, one served address.
 
     mkdir -p /tmp/so && git --git-dir=SKILLOPT_GIT_DIR archive v0.2.0 | tar -x -C /tmp/so
-    python bench/vs_peers.py --data-root ../shared/data --target-model Q05.gguf \
-        --optimizer-model Q15.gguf --skillopt-src /tmp/so --seeds 0 1 2
-    # later, only skillgrad (e.g. a newer analyst), beside the stored rows of the other two:
-    python bench/vs_peers.py ... --systems skillgrad --reuse docs/vs_peers --out NEW \
+    python bench/vs_peers.py --data-root ../shared/data --target-model Q15.gguf \
+        --optimizer-model Q15.gguf --skillopt-src /tmp/so --dspy-venv DSPY_VENV \
+        --benchmarks bbh_date gsm8k --seeds 0 1 2 --out docs/vs_peers_q15
+    # later, only skillgrad (e.g. a newer analyst), beside the stored rows of the other three:
+    python bench/vs_peers.py ... --systems skillgrad --reuse docs/vs_peers_q15 --out NEW \
         --set optimizer.search=frontier
+    # the tables of the stored rows, the learning table first (bench/headroom.py's rows):
+    python bench/vs_peers.py --table-only --out docs/vs_peers_q15 --headroom docs/headroom
 
-Benchmarks (files under --data-root, ../shared/data on this project's machines): `searchqa` (the
-256-item SearchQA sample, token F1; contexts cut to --context-chars at a `[DOC]` boundary, the same
-cut for every system), `gsm8k` (test.jsonl, exact number), `bbh_date` (BBH date_understanding,
-multiple choice) and `bbh_count` (BBH object_counting, free-form number), both exact match with the
-feedback "expected X; got Y". Per seed N: `benchmark.seed=N` picks 12 train / 12 val / 32 test
-items and `train.seed=N` seeds the search; every system gets exactly these items.
+Benchmarks: bench/peers_bench.py's registry (searchqa, hotpotqa, gsm8k and every BBH task as
+bbh_<task>; `--benchmarks all` or `bbh` for the groups). Per seed N: `benchmark.seed=N` picks 12
+train / 12 val / 32 test items and `train.seed=N` seeds the search; every system gets exactly these.
 
 Models: one OpenAI-compatible address on 127.0.0.1 (bench/peers_server.py): xllamacpp's server
-for each GGUF, a router in this process forwarding by the request's model name (`target`,
-`optimizer`). Output is capped per role at the router for every system alike (target: the
-benchmark's cap below, optimizer: --optimizer-cap); temperature 0 (the server's default for a
-system that sends none). Calls and tokens are counted there, the same way for all three.
+for each GGUF (--threads each, one by default), a router in this process forwarding by the
+request's model name (`target`, `optimizer`). Output is capped per role at the router for every
+system alike (target: the benchmark's cap, optimizer: --optimizer-cap); temperature 0 (the
+server's default for a system that sends none). Calls and tokens are counted there, the same way
+for all four.
 
 The budget of target calls is skillgrad's config's: 1 epoch of 12 train items in batches of 6
 (minibatch 6: one analyst call per step), baseline val + each step's batch and val = 12 + 2 x (6 +
 12) = 48. GEPA gets it as `max_metric_calls` (it checks the budget between candidates, so it can
 end a little past it); SkillOpt gets the same epochs, train size, batch, minibatch and learning
 rate (3, constant), with its own gate on the same 12 val items: its search makes the same 48 target
-calls. Each system starts from its own initial skill as a user would (skillgrad and GEPA from an
-empty one, SkillOpt from its SearchQA `initial.md`, a title and no rule).
+calls; DSPy runs the BootstrapFewShotWithRandomSearch candidates that 48 calls pay for (zero-shot,
+labelled demos, one bootstrapped: 12 + 12 + 24, bench/dspy_run.py). Each system starts from its own
+initial skill as a user would (skillgrad and GEPA from an empty one, SkillOpt from its SearchQA
+`initial.md`, a title and no rule, DSPy from its zero-shot `question -> answer` program).
 
 How each is run: skillgrad `skillgrad train` (backend `openai_chat`, call cache off, overlap off),
 then `skillgrad eval --split test` of the initial and the best skill (a skill identical to one
@@ -35,16 +38,23 @@ already evaluated on this seed is not evaluated again: at temperature 0 it gets 
 GEPA through bench/gepa_run.py (as bench/vs_gepa.py) with skillgrad's own chat target and
 optimizer at the same address, its best prompt evaluated like skillgrad's; SkillOpt with
 `skillopt-train` in its own venv (installed as bench/skillopt_side.py says), its `searchqa` env
-unchanged on every benchmark (items as {id, question, context, answers}), its own test rollouts of
-the initial and the best skill (`eval_test`), whose answers (its `<answer>` extraction) are scored
-by the benchmark's own scorer for the test columns (its own EM is kept as `own_test_hard`).
+unchanged on every benchmark (items as {id, question, context, answers}: every benchmark here is
+one of questions and answers, so its harness runs on each), its own test rollouts of the initial
+and the best skill (`eval_test`), whose answers (its `<answer>` extraction) are scored by the
+benchmark's own scorer for the test columns (its own EM is kept as `own_test_hard`); DSPy through
+bench/dspy_run.py in its own venv (--dspy-venv, made with `dspy==3.4.1` if missing), the prompts of
+its initial and compiled program (DSPy's ChatAdapter messages, demos as chat turns) sent to the
+same target for each test item and scored by the benchmark's scorer (bench/peers_dspy.py).
 
 A row per benchmark, seed and system is written to OUT/<benchmark>/seedN/<system>.json as soon as
-that system finishes; a row already there is not run again, so later calls extend the table.
-`--reuse DIR` copies the rows of systems not in --systems from DIR (same settings and budget, or it
-stops and says which differ). `--set k=v` goes to skillgrad alone. Prints per benchmark and seed
-the baseline / best val, test before -> after, target and optimizer calls, tokens and wall, then
-per benchmark and system the mean test gain and a two-sided sign test over seeds.
+that system finishes; a row already there is not run again (one made with other settings stops the
+run: pass another --out), so later calls extend the table. `--reuse DIR` copies the rows of systems
+not in --systems from DIR (same settings and budget, or it stops and says which differ). `--set
+k=v` goes to skillgrad alone. Prints the learning table (bench/peers_tables.py: per benchmark the
+headroom from --headroom's rows, each system's mean test gain, its share of the headroom, calls,
+sign tests), then per benchmark and seed the baseline / best val, test before -> after, target and
+optimizer calls, tokens and wall, then per benchmark and system the mean test gain and a two-sided
+sign test over seeds.
 """
 
 from __future__ import annotations
@@ -54,16 +64,29 @@ import json
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import peers_systems as systems  # noqa: E402
+from peers_bench import (  # noqa: E402
+    BENCHMARKS,
+    GROUPS,
+    MIN_TEST_ITEMS,
+    NAMES,
+    SIZES,
+    config_text,
+    data_file,
+    expand,
+    settings,
+)
+from peers_dspy import DSPY_SPEC  # noqa: E402
 from peers_server import Served  # noqa: E402
 from peers_tables import (  # noqa: E402
     SYSTEMS,
+    headroom_rows,
+    learning_table,
     read_row,
     reuse_problem,
     row_path,
@@ -80,94 +103,6 @@ from skillgrad.config import load_config  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
-@dataclass(frozen=True)
-class Spec:
-    name: str  # skillgrad's benchmark
-    data: str  # under --data-root
-    target_cap: int  # max output tokens of a target call
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-BENCHMARKS = {
-    "searchqa": Spec("searchqa", "searchqa_sample/searchqa_256.jsonl", 128, {"metric": "f1"}),
-    "gsm8k": Spec("gsm8k", "gsm8k/test.jsonl", 256),
-    "bbh_date": Spec("bbh", "bbh/date_understanding.json", 128),
-    "bbh_count": Spec("bbh", "bbh/object_counting.json", 128),
-}
-SIZES = {"train_size": 12, "val_size": 12, "test_size": 32}
-
-
-def cut_context(context: str, limit: int) -> str:
-    """The context's leading `[DOC]` passages that fit in `limit` characters (at least the first
-    `limit` characters of the first one)."""
-    if len(context) <= limit:
-        return context
-    kept = ""
-    for i, doc in enumerate(context.split("[DOC]")):
-        piece = doc if i == 0 else "[DOC]" + doc
-        if len(kept) + len(piece) > limit:
-            break
-        kept += piece
-    return kept if kept.strip() else context[:limit]
-
-
-def data_file(spec: Spec, args: argparse.Namespace) -> Path:
-    source = (args.data_root / spec.data).resolve()
-    if not source.is_file():
-        sys.exit(f"--data-root {args.data_root}: no {spec.data} there")
-    if spec.name != "searchqa":
-        return source
-    cut = args.work / "data" / f"searchqa_ctx{args.context_chars}.jsonl"
-    if not cut.is_file():
-        cut.parent.mkdir(parents=True, exist_ok=True)
-        rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
-        lines = [json.dumps({**r, "context": cut_context(r["context"], args.context_chars)}) for r in rows]
-        cut.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return cut
-
-
-def config_text(spec: Spec, data: Path, base_url: str, args: argparse.Namespace) -> str:
-    cfg = {
-        "benchmark": {"name": spec.name, "data": str(data), **SIZES, "seed": 0, "options": spec.options},
-        "model": {
-            "backend": "openai_chat",
-            "base_url": base_url,
-            "api_key": "sk-bench",
-            "target_model": "target",
-            "optimizer_model": "optimizer",
-            "temperature": 0.0,
-            "target_max_output_tokens": spec.target_cap,
-            "optimizer_max_output_tokens": args.optimizer_cap,
-            "timeout_s": 1800,
-            "max_retries": 1,
-            "json_retries": 1,
-        },
-        "train": {"epochs": 1, "batch_size": 6, "minibatch_size": 6, "concurrency": 1, "overlap": False},
-        "optimizer": {"learning_rate": 3, "min_learning_rate": 2, "lr_schedule": "constant"},
-        "cache": {"enabled": False},
-    }
-    return json.dumps(cfg, indent=2)  # JSON is YAML
-
-
-def settings(spec: Spec, key: str, args: argparse.Namespace) -> dict[str, Any]:
-    """What must match for rows to stand side by side (besides the budget)."""
-    models = {
-        r: f"{p.name} ({p.stat().st_size} bytes)"
-        for r, p in (("target", args.target_model), ("optimizer", args.optimizer_model))
-    }
-    return {
-        "benchmark": key,
-        "data": spec.data,
-        **SIZES,
-        "target_model": models["target"],
-        "optimizer_model": models["optimizer"],
-        "target_cap": spec.target_cap,
-        "optimizer_cap": args.optimizer_cap,
-        "ctx": args.ctx,
-        "context_chars": args.context_chars if spec.name == "searchqa" else None,
-    }
-
-
 def skillopt(folder: Path, checkout: Path) -> SkillOpt:
     """SkillOpt 0.2.0 in `folder`/venv: installed once, then reused while it matches the checkout."""
     venv = folder / "venv"
@@ -178,6 +113,15 @@ def skillopt(folder: Path, checkout: Path) -> SkillOpt:
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
     return install(folder, checkout)
+
+
+def dspy_python(venv: Path) -> Path:
+    """DSPy's own venv (--system-site-packages: skillgrad and its scorers import there too)."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", DSPY_SPEC], check=True)
+    return python
 
 
 def commit() -> str:
@@ -210,7 +154,8 @@ def run_seed(args: argparse.Namespace, key: str, seed: int, served: Served, tool
     work.mkdir(parents=True, exist_ok=True)
     config = work / "config.yaml"
     config.write_text(
-        config_text(spec, data_file(spec, args), served.router.base_url, args), encoding="utf-8"
+        config_text(spec, data_file(spec, args), served.router.base_url, args, args.test_size),
+        encoding="utf-8",
     )
     budget, wanted = search_budget(config, []), settings(spec, key, args)
     if args.reuse:
@@ -232,7 +177,11 @@ def run_seed(args: argparse.Namespace, key: str, seed: int, served: Served, tool
     )
     for system in args.systems:
         path = row_path(args.out, key, seed, system)
-        if path.exists():  # a finished row is kept: rerun into another --out to replace it
+        kept = read_row(path)
+        if kept is not None:  # a finished row is kept: rerun into another --out to replace it
+            problem = reuse_problem(kept, wanted, budget)
+            if problem:
+                sys.exit(f"{path}: made with other settings ({problem}); pass another --out")
             continue
         print(f"{key} seed {seed}: {system} ...", file=sys.stderr, flush=True)
         if system == "skillgrad":
@@ -240,6 +189,8 @@ def run_seed(args: argparse.Namespace, key: str, seed: int, served: Served, tool
             row |= {"label": args.label, "commit": commit()}
         elif system == "gepa":
             row = systems.run_gepa(sr, tools["gepa"])
+        elif system == "dspy":
+            row = systems.run_dspy(sr, tools["dspy"])
         else:
             row = systems.run_skillopt(sr, tools["skillopt"])
         write_row(path, {**row, "settings": wanted})
@@ -256,7 +207,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--skillopt-src", type=Path, help="a checkout of SkillOpt v0.2.0 (bench/skillopt_side.py)"
     )
-    parser.add_argument("--benchmarks", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS))
+    parser.add_argument(
+        "--benchmarks",
+        nargs="+",
+        choices=NAMES,
+        default=["all"],
+        metavar="NAME",
+        help=f"benchmarks, or a group: {', '.join(GROUPS)} (default all); names: {', '.join(BENCHMARKS)}",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--systems", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument("--set", action="append", default=[], help="config override for skillgrad only")
@@ -266,16 +224,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--optimizer-cap", type=int, default=768, help="max output tokens of an optimizer call"
     )
     parser.add_argument("--context-chars", type=int, default=1500, help="SearchQA context cut")
+    parser.add_argument("--hotpot-context-chars", type=int, default=3000, help="HotpotQA context cut")
     parser.add_argument("--ctx", type=int, default=4096, help="context window of each model")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "docs" / "vs_peers", help="result rows")
+    parser.add_argument("--threads", type=int, default=1, help="threads of each model process")
+    parser.add_argument(
+        "--smoke",
+        type=int,
+        metavar="N",
+        help="SMOKE TEST: N test items only, rows out of docs/ (a check, not a figure)",
+    )
+    parser.add_argument(
+        "--out", type=Path, help="result rows (default docs/vs_peers; --smoke: bench/out/vs_peers_smoke)"
+    )
     parser.add_argument(
         "--work", type=Path, default=REPO / "bench" / "out" / "vs_peers", help="run folders, venvs"
+    )
+    parser.add_argument("--dspy-venv", type=Path, help=f"DSPy's venv (made with {DSPY_SPEC} if missing)")
+    parser.add_argument(
+        "--headroom", type=Path, default=REPO / "docs" / "headroom", help="bench/headroom.py's rows"
     )
     parser.add_argument(
         "--table-only", action="store_true", help="print the stored rows' tables, run nothing"
     )
     args = parser.parse_args(argv)
+    args.benchmarks = expand(args.benchmarks)
     if not args.table_only:
         for name in ("data_root", "target_model", "optimizer_model"):
             if getattr(args, name) is None:
@@ -287,7 +259,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             parser.error(f"--data-root {args.data_root}: no such folder")
         if "skillopt" in args.systems and args.skillopt_src is None:
             parser.error("--systems skillopt needs --skillopt-src PATH (see bench/skillopt_side.py)")
-    args.out, args.work = args.out.resolve(), args.work.resolve()
+    smoke = args.smoke is not None
+    args.out = (args.out or REPO / ("bench/out/vs_peers_smoke" if smoke else "docs/vs_peers")).resolve()
+    args.work = args.work.resolve()
+    args.test_size = args.smoke if smoke else SIZES["test_size"]
+    if smoke and args.smoke < 1:
+        parser.error(f"--smoke {args.smoke}: give the number of test items, 1 or more")
+    if smoke and args.out.is_relative_to(REPO / "docs"):
+        parser.error(f"--smoke rows never go under docs/ (--out {args.out}); drop --out or pass another")
+    args.dspy_venv = (args.dspy_venv or args.work / "venvs" / "dspy").resolve()
     return args
 
 
@@ -310,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             tools["gepa"] = gepa_python(args.work / "venvs" / "gepa")
         if "skillopt" in args.systems:
             tools["skillopt"] = skillopt(args.work / "venvs" / "skillopt", args.skillopt_src.resolve())
+        if "dspy" in args.systems:
+            tools["dspy"] = dspy_python(args.dspy_venv)
         models = {"target": args.target_model, "optimizer": args.optimizer_model}
         caps = {"target": max(s.target_cap for s in BENCHMARKS.values()), "optimizer": args.optimizer_cap}
         with Served(models, caps, ctx=args.ctx, threads=args.threads) as served:
@@ -318,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
                 for seed in args.seeds:
                     run_seed(args, key, seed, served, tools)
     rows = stored_rows(args)
-    print("\n".join(["", *seed_table(rows), "", *summary_table(rows)]))
+    kept = [r for r in rows if r["settings"].get("test_size", MIN_TEST_ITEMS) >= MIN_TEST_ITEMS]  # no smoke
+    learning = learning_table(headroom_rows(args.headroom, args.benchmarks), kept)
+    print("\n".join(["", *learning, "", *seed_table(rows), "", *summary_table(rows)]))
     return 0
 
 

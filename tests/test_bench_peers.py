@@ -1,6 +1,7 @@
 """bench/vs_peers.py's helpers: the router (one address, two upstreams, caps, counts), the tables and
-sign test, stored rows and their reuse, the SearchQA context cut, the budget; and skillgrad's side
-of the bench end to end against scripted OpenAI servers behind the router."""
+sign test, the learning table's headroom share, stored rows and their reuse, the SearchQA context
+cut, the budget, a kept row of other settings; and skillgrad's side of the bench end to end
+against scripted OpenAI servers behind the router (DSPy's side: tests/test_bench_dspy.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.fakes.openai_server import Request, ScriptedOpenAI, Text, json_reply,
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
+import peers_bench as pb  # noqa: E402
 import peers_server as ps  # noqa: E402
 import peers_systems  # noqa: E402
 import peers_tables as pt  # noqa: E402
@@ -203,9 +205,9 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path, capsys: pytest.Captur
 
 def test_searchqa_contexts_are_cut_at_a_doc_boundary() -> None:
     context = "[DOC] one two three [DOC] four five six [DOC] seven"
-    assert vs_peers.cut_context(context, 1000) == context
-    assert vs_peers.cut_context(context, 40) == "[DOC] one two three [DOC] four five six "
-    assert vs_peers.cut_context("no docs at all here", 5) == "no do"
+    assert pb.cut_context(context, 1000) == context
+    assert pb.cut_context(context, 40) == "[DOC] one two three [DOC] four five six "
+    assert pb.cut_context("no docs at all here", 5) == "no do"
 
 
 def bench_args(tmp_path: Path, **extra: Any) -> argparse.Namespace:
@@ -216,6 +218,8 @@ def bench_args(tmp_path: Path, **extra: Any) -> argparse.Namespace:
         "optimizer_cap": 512,
         "ctx": 4096,
         "context_chars": 1500,
+        "hotpot_context_chars": 3000,
+        "test_size": 32,
         "data_root": tmp_path,
         "work": tmp_path,
     }
@@ -295,3 +299,71 @@ def test_skillgrad_side_end_to_end_behind_the_router(tmp_path: Path) -> None:
     assert result["test_calls"] == 2 * 32
     assert again[:2] == (0.0, 1.0) and again[3]["test_calls"] == 0  # nothing evaluated twice
     assert result["target_tokens"] == 22 * result["target_calls"]
+
+
+def peer_row(
+    system: str, seed: int, before: float, after: float, model: str = "q15.gguf (9 bytes)"
+) -> dict[str, Any]:
+    settings = {"benchmark": "bbh_date", "data": "bbh/date_understanding.json", **pb.SIZES}
+    settings |= {"target_model": model, "target_cap": 128, "ctx": 4096, "context_chars": None}
+    return {**row(system, seed, before, after), "benchmark": "bbh_date", "settings": settings}
+
+
+def head_row(seed: int, empty: float, best: float) -> dict[str, Any]:
+    settings = peer_row("skillgrad", seed, 0, 0)["settings"]
+    refs = {"empty": {"score": empty}, "rule+demos3": {"score": best}}
+    return {"model": "q15", "benchmark": "bbh_date", "seed": seed, "settings": settings, "references": refs}
+
+
+def test_the_learning_table_reports_each_systems_share_of_the_headroom_and_sign_tests() -> None:
+    head = [head_row(0, 0.0, 0.5), head_row(1, 0.0, 0.25), head_row(2, 0.125, 0.375)]  # headroom 1/3
+    rows = [peer_row("skillgrad", s, 0.0, 0.25) for s in (0, 1, 2)]
+    rows += [peer_row("gepa", s, 0.0, a) for s, a in ((0, 0.0), (1, 0.125), (2, 0.375))]
+    rows += [peer_row("dspy", 0, 0.0, 0.5), peer_row("skillgrad", 0, 0.0, 0.5, model="q05.gguf (4 bytes)")]
+    lines = pt.learning_table(head, rows)
+    by_system = {
+        line.split(" | ")[0] + "/" + line.split(" | ")[3]: line for line in lines if "bbh_date" in line
+    }
+    head_cells = "| q15.gguf | bbh_date | 0.333 (rule+demos3) |"
+    assert (
+        by_system["| q15.gguf/skillgrad"]
+        == f"{head_cells} skillgrad | 3 | +0.250 | 0.75 | 48.0 | 3.0 | 3 / 0 (0.250) | - |"
+    )
+    assert by_system["| q15.gguf/gepa"].endswith(
+        "| gepa | 3 | +0.167 | 0.50 | 48.0 | 3.0 | 2 / 0 (0.500) | 2 / 1 (1.000) |"
+    )
+    assert by_system["| q15.gguf/dspy"].endswith(
+        "| dspy | 1 | +0.500 | 1.50 | 48.0 | 3.0 | 1 / 0 (1.000) | 0 / 1 (1.000) |"
+    )
+    assert by_system["| q05.gguf/skillgrad"].startswith(
+        "| q05.gguf | bbh_date | - | skillgrad | 1 | +0.500 | - |"
+    )
+    bar = lines[lines.index("") + 1 :]
+    assert bar[0] == "| target | system | benchmarks with headroom >= 0.10 | mean test gain | mean share |"
+    assert bar[2:5] == [
+        "| q15.gguf | skillgrad | 1 | +0.250 | 0.75 |",
+        "| q15.gguf | gepa | 1 | +0.167 | 0.50 |",
+        "| q15.gguf | dspy | 1 | +0.500 | 1.50 |",
+    ]
+    assert pt.share(0.1, 0.0) is None and pt.share(0.1, None) is None and pt.share(0.1, 0.2) == 0.5
+
+
+def test_a_kept_row_of_other_settings_stops_the_run(tmp_path: Path) -> None:
+    args = bench_args(tmp_path, out=tmp_path / "rows", reuse=None, systems=["skillgrad"], set=[], label="")
+    count_items(tmp_path)
+    wanted = vs_peers.settings(vs_peers.BENCHMARKS["bbh_count"], "bbh_count", args)
+    path = pt.row_path(args.out, "bbh_count", 0, "skillgrad")
+    pt.write_row(
+        path, {**row("skillgrad", 0, 0.5, 0.5), "settings": {**wanted, "target_model": "q05.gguf (1 bytes)"}}
+    )
+    served = argparse.Namespace(router=ps.Router({}, {}, timeout_s=1))
+    try:
+        with pytest.raises(
+            SystemExit, match=r"seed0/skillgrad\.json: made with other settings \(settings\.target_model"
+        ):
+            vs_peers.run_seed(args, "bbh_count", 0, served, {})
+        pt.write_row(path, {**row("skillgrad", 0, 0.5, 0.5), "settings": wanted})
+        vs_peers.run_seed(args, "bbh_count", 0, served, {})  # the same settings: kept, nothing is run
+        assert served.router.log.calls == []
+    finally:
+        served.router.server_close()

@@ -157,7 +157,7 @@ def stale(stored: Mapping[str, Any], fresh: Mapping[str, Any], skills: Mapping[s
 def plan(args: argparse.Namespace, key: str, seed: int) -> Job:
     spec = BENCHMARKS[key]
     data = data_file(spec, args)
-    folder = args.work / key / f"seed{seed}"
+    folder = args.work / args.model_label / key / f"seed{seed}"
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "config.yaml"
     config.write_text(config_text(spec, data, NOWHERE, args, args.test_size), encoding="utf-8")
@@ -198,7 +198,7 @@ def score(job: Job, ref: str, args: argparse.Namespace, router: Router) -> dict[
     for name, done in job.row["references"].items():
         if done["skill_sha"] == sha(text):
             return {**done, "same_as": done.get("same_as", name)}
-    folder = args.work / job.key / f"seed{job.seed}" / ref.replace("+", "_")
+    folder = args.work / args.model_label / job.key / f"seed{job.seed}" / ref.replace("+", "_")
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     (folder / "skill.md").write_text(text, encoding="utf-8")

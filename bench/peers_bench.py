@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,7 +147,9 @@ def data_file(spec: Spec, args: argparse.Namespace) -> Path:
         if spec.prep == "hotpotqa":
             rows = [hotpot_item(r) for r in rows]
         lines = [json.dumps({**r, "context": cut_context(r["context"], limit)}) for r in rows]
-        cut.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        part = cut.with_name(f"{cut.name}.{os.getpid()}.part")  # another run may write it too
+        part.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        part.replace(cut)
     return cut
 
 

@@ -303,21 +303,26 @@ def run_skillopt(sr: SeedRun, so: SkillOpt) -> dict[str, Any]:
 
 
 def dspy_test(sr: SeedRun, program: dict[str, Any]) -> tuple[float, float, float, dict[str, int]]:
-    """Test score of DSPy's initial and best program's prompts (bench/peers_dspy.py); wall; usage.
-    A prompt already scored on this seed is not scored again (its JSON text is the key)."""
+    """Test score of DSPy's initial and best program's prompts (bench/peers_dspy.py); wall; usage,
+    with `test_errors`, the test calls that failed (each scored 0). A prompt already scored on this
+    seed is not scored again (its JSON text is the key)."""
     scores = TestScores(sr.work / f"test_scores{sr.settings_key}.json")
     bench = load_benchmark(load_config(sr.config, sr.seed_sets))
+    failed = []
 
     def scored(path: Path) -> float:
         prompt = json.loads(path.read_text(encoding="utf-8"))
-        return score_prompt(prompt, sr.test_tasks, bench, sr.base_url, sr.target_cap)[0]
+        mean, errors = score_prompt(prompt, sr.test_tasks, bench, sr.base_url, sr.target_cap)
+        failed.append(errors)
+        return mean
 
     mark, start = sr.log.mark(), time.perf_counter()
     texts = [json.dumps(program[k], sort_keys=True, ensure_ascii=False) for k in ("initial", "best")]
     before, after = (
         scores.get(t, scored, sr.work / f"test_dspy_{skill_key(t)}", "prompt.json", "dspy:") for t in texts
     )
-    return before, after, time.perf_counter() - start, usage(sr.log.since(mark), sr.test_questions)
+    counted = usage(sr.log.since(mark), sr.test_questions) | {"test_errors": sum(failed)}
+    return before, after, time.perf_counter() - start, counted
 
 
 def run_dspy(sr: SeedRun, python: Path) -> dict[str, Any]:
@@ -338,4 +343,5 @@ def run_dspy(sr: SeedRun, python: Path) -> dict[str, Any]:
         "best_skill": json.dumps(program["best"]["messages"], ensure_ascii=False),
         "version": own["dspy_version"],
     }
-    return row_of(sr, "dspy", search, dspy_test(sr, program))
+    test = dspy_test(sr, program)
+    return row_of(sr, "dspy", {**search, "test_errors": test[3]["test_errors"]}, test)

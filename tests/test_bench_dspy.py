@@ -57,7 +57,7 @@ def test_dspy_prompts_are_filled_and_read_as_its_adapter_does() -> None:
 def dspy_world(request: Request) -> Any:
     """A target that follows DSPy's format only when shown demos; one item's call fails."""
     n = request.user.split("I have ")[1].split(" ")[0]
-    if n == "13":
+    if n == "14":
         return Status(400, "the request exceeds the context window")
     demos = any(m.get("role") == "assistant" for m in request.messages)
     return text(f"[[ ## answer ## ]]\n{n}\n\n[[ ## completed ## ]]" if demos else f"{n} fruits", 30, 4)
@@ -91,10 +91,12 @@ def test_dspy_prompts_are_scored_on_the_test_items_through_the_router(tmp_path: 
         finally:
             router.shutdown()
             router.server_close()
-    failing = sum(1 for t in test if t.answers[0] == "13")
+    failing = sum(1 for t in test if t.answers[0] == "14")
+    assert failing == 1
     assert before == 0.0 and after == pytest.approx(1 - failing / 32)
     assert counted["test_calls"] == len(target.requests) - 2 * failing == 64 - 2 * failing
     assert counted["target_calls"] == 0 and again[:2] == (before, after) and len(target.requests) == 64
+    assert counted["test_errors"] == 2 * failing and again[3]["test_errors"] == 0  # nothing scored again
     best = [r for r in target.requests if len(r.messages) == 10]
     assert len(best) == 32 and all(r["max_tokens"] == 64 and r["temperature"] == 0.0 for r in best)
     assert {r.user.split("\n")[1] for r in best} == {t.question for t in test}

@@ -173,6 +173,16 @@ def test_an_agent_object_is_cached_only_under_its_cache_identity(tmp_path: Path,
     assert again.usage.by_role["target"].calls == 0 and again.usage.saved.calls >= runs
     assert again.best_val == first.best_val
 
+    # evaluate() takes the agent too: the trained skill scores with it what the run's test said
+    before = len(plain.runs)
+    best = first.best_skill
+    evaluation = skillgrad.evaluate(
+        config, best, benchmark=tasks, scorer=score, out=tmp_path / "e", agent=plain
+    )
+    assert len(plain.runs) == before + evaluation.n and evaluation.mean_score == first.best_test
+    assert sorted(t.answer for t in evaluation.tasks) == sorted(a for _, a, _ in plain.runs[before:])
+    assert evaluation.report["target_backend"] == f"python:{__name__}.SkillReader"
+
 
 class Recorded(GreedySearch):
     """A search of the caller's: the greedy search, recording every step it began."""

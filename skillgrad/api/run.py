@@ -105,10 +105,11 @@ def evaluate(
     out: str | os.PathLike[str] | None = None,
     observers: Sequence[ObserverLike] = (),
     use_cache: bool = True,
+    agent: AgentLike | None = None,
 ) -> EvalResult:
     """Score `skill` (a `Path`, the skill's text, or a `Skill` such as `TrainResult.best_skill`)
-    on one split of the benchmark (`config`, `benchmark` and `scorer` as for `train`). `out`
-    (default `runs/<time>-eval-<name>`) keeps every rollout and `eval.json`.
+    on one split of the benchmark (`config`, `benchmark`, `scorer` and `agent` as for `train`).
+    `out` (default `runs/<time>-eval-<name>`) keeps every rollout and `eval.json`.
 
     Raises UserError, FatalBackendError, BudgetExceeded (a cap of the budget section: a partial
     score would mean nothing), EvaluationFailed (every task failed to run), Interrupted."""
@@ -121,6 +122,7 @@ def evaluate(
         text = as_skill(cfg, skill, initial=False)
         assert text is not None  # a skill was given
         watchers = as_observers(observers)
+        custom = as_strategies(cfg, agent=agent)
         report, rollouts, run_dir = commands.evaluate(
             cfg,
             text,
@@ -131,6 +133,7 @@ def evaluate(
             observers=watchers,
             use_cache=use_cache,
             notify=lambda line: announce(watchers, line),
+            custom=custom,
         )
         return EvalResult.from_report(run_dir, report, tuple(TaskResult.of(r) for r in rollouts))
 

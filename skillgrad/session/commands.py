@@ -274,9 +274,11 @@ def evaluate(
     observers: Sequence[Observer] = (),
     use_cache: bool = True,
     notify: Notify = print,
+    custom: Custom | None = None,
 ) -> tuple[dict[str, Any], list[Rollout], Path]:
     """Score `skill` on one split: eval.json's report, the rollouts in task order, the folder.
-    `skill_label` names the skill in the report (its path, or how it was given)."""
+    `skill_label` names the skill in the report (its path, or how it was given); `custom`: an
+    agent object as the target."""
     if out is not None:
         check_out_folder("out", out)
     if benchmark is None:
@@ -286,7 +288,7 @@ def evaluate(
     out = fresh_out(out, notify) if out is not None else default_out(cfg, "eval")
     with open_executor(cfg) as executor:
         report, rollouts = _evaluate(
-            cfg, skill, skill_label, split, benchmark, out, executor, observers, use_cache
+            cfg, skill, skill_label, split, benchmark, out, executor, observers, use_cache, custom
         )
         return report, rollouts, out
 
@@ -301,12 +303,15 @@ def _evaluate(
     executor: Executor,
     observers: Sequence[Observer],
     use_cache: bool,
+    custom: Custom | None,
 ) -> tuple[dict[str, Any], list[Rollout]]:
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
     cache = call_cache(cfg, redactor, use_cache)
     ledger = Ledger(cfg.budget)
-    roles = build_roles(cfg, cache, redactor, optimizer=False, judge=judged, meter=ledger, executor=executor)
+    roles = build_roles(
+        cfg, cache, redactor, optimizer=False, judge=judged, meter=ledger, executor=executor, custom=custom
+    )
     session = open_session(cfg, out, redactor, observers, ledger=ledger)
     try:
         with kept_in(out, EvaluationFailed), RunLock(out / RunFiles.LOCK):
@@ -327,7 +332,7 @@ def _evaluate(
                 "passed": sum(1 for r in results if r.score.passed),
                 "errors": sum(1 for r in results if r.result.is_error),
                 "scorer_errors": sum(1 for r in results if r.score.scorer_error is not None),
-                "target_backend": cfg.model.target_backend,
+                "target_backend": roles.target_backend(cfg),
                 "target_model": roles.agent.model,
                 "usage": session.ledger.to_json(),
                 "wall_s": round(session.events.elapsed(), 3),

@@ -1,7 +1,8 @@
 """skillgrad: train an agent's SKILL.md from scored runs.
 
 The public API (docs/api.md): `train` and `evaluate`, their results, the values a benchmark or a
-scorer exchanges, progress events and the errors they raise. Names load on first use, so
+scorer exchanges, the strategies a caller may hand in as objects, progress events and the errors
+they raise. Names load on first use, so
 `import skillgrad` (and the CLI's start) stays light.
 """
 
@@ -29,9 +30,18 @@ _EXPORTS: dict[str, str] = {
     "Task": "skillgrad.values",
     "Score": "skillgrad.values",
     "AgentResult": "skillgrad.values",
+    "Usage": "skillgrad.values",
     "Benchmark": "skillgrad.benchmarks.base",
     "AgenticBenchmark": "skillgrad.benchmarks.base",
     "SkillPackage": "skillgrad.package.model",
+    "Agent": "skillgrad.backends.base",
+    "Gate": "skillgrad.loop.custom",
+    "GateDecision": "skillgrad.loop.gate",
+    "Search": "skillgrad.loop.search.base",
+    "SearchContext": "skillgrad.loop.search.base",
+    "SearchSettings": "skillgrad.loop.search.base",
+    "ParentRule": "skillgrad.loop.search.parents",
+    "Scored": "skillgrad.loop.search.dominance",
     "SkillgradError": "skillgrad.errors",
     "UserError": "skillgrad.errors",
     "BudgetExceeded": "skillgrad.errors",
@@ -57,6 +67,7 @@ if TYPE_CHECKING:
     from skillgrad.api.run import evaluate as evaluate
     from skillgrad.api.run import train as train
     from skillgrad.api.skill import Skill as Skill
+    from skillgrad.backends.base import Agent as Agent
     from skillgrad.benchmarks.base import AgenticBenchmark as AgenticBenchmark
     from skillgrad.benchmarks.base import Benchmark as Benchmark
     from skillgrad.config import Config as Config
@@ -69,10 +80,18 @@ if TYPE_CHECKING:
     from skillgrad.errors import StructuredOutputError as StructuredOutputError
     from skillgrad.errors import TrainingFailed as TrainingFailed
     from skillgrad.errors import UserError as UserError
+    from skillgrad.loop.custom import Gate as Gate
+    from skillgrad.loop.gate import GateDecision as GateDecision
+    from skillgrad.loop.search.base import Search as Search
+    from skillgrad.loop.search.base import SearchContext as SearchContext
+    from skillgrad.loop.search.base import SearchSettings as SearchSettings
+    from skillgrad.loop.search.dominance import Scored as Scored
+    from skillgrad.loop.search.parents import ParentRule as ParentRule
     from skillgrad.package.model import SkillPackage as SkillPackage
     from skillgrad.values import AgentResult as AgentResult
     from skillgrad.values import Score as Score
     from skillgrad.values import Task as Task
+    from skillgrad.values import Usage as Usage
 
 
 def __getattr__(name: str) -> Any:

@@ -1,6 +1,7 @@
 """The example of docs/api.md: it is the file examples/train_in_python.py, it gains when run (on the
-scripted OpenAI server, and briefly on the packaged model), and mypy --strict accepts it against the
-public API (and refuses it with a type error put in, so the check is real)."""
+scripted OpenAI server, and briefly on the packaged model), and mypy --strict accepts it and
+examples/custom_strategies.py against the public API (and refuses each with a type error put in,
+so the check is real)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 
 from tests.api_world import EXAMPLE, REPO, FactsWorld, example_namespace, scripted_config
 from tests.fakes.openai_server import ScriptedOpenAI
+
+STRATEGIES_EXAMPLE = REPO / "examples" / "custom_strategies.py"  # docs/api.md, "Strategies as objects"
 
 
 def docs_example() -> str:
@@ -68,21 +71,32 @@ def test_the_example_gains_on_the_scripted_server(tmp_path: Path, capsys: pytest
 def test_mypy_strict_accepts_the_example_against_the_public_api(tmp_path: Path) -> None:
     # One cache folder for both runs, new to this test: the second run re-reads the package's types
     # from the first instead of checking the package again.
-    def mypy(path: Path) -> subprocess.CompletedProcess[str]:
+    def mypy(*paths: Path) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "c"), str(path)],
+            [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "c"), *map(str, paths)],
             capture_output=True, text=True, timeout=600, cwd=REPO,
         )  # fmt: skip
 
-    proc = mypy(EXAMPLE)
+    proc = mypy(EXAMPLE, STRATEGIES_EXAMPLE)  # the strategies example too: one run for both
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # The same example with a wrong type where the API is typed: mypy must see the API's types.
-    broken = tmp_path / "broken_example.py"
+    # Each example with a wrong type where the API is typed: mypy must see the API's types (for
+    # the strategies example: a gate handed in as the agent, against the Agent protocol).
+    broken = tmp_path / "broken" / "broken_example.py"
+    broken.parent.mkdir()
     source = EXAMPLE.read_text(encoding="utf-8")
     assert 'split="test",' in source
     broken.write_text(source.replace('split="test",', 'split="tests",'), encoding="utf-8")
-    proc = mypy(broken)
+    strategies = tmp_path / "broken" / "broken_strategies.py"
+    source = STRATEGIES_EXAMPLE.read_text(encoding="utf-8")
+    assert "agent=RuleFollower()," in source
+    strategies.write_text(
+        source.replace("agent=RuleFollower(),", "agent=NoRegressionGate(),"), encoding="utf-8"
+    )
+    proc = mypy(broken, strategies)
     assert proc.returncode == 1 and 'Argument "split" to "evaluate"' in proc.stdout, proc.stdout
+    assert "broken_strategies.py:" in proc.stdout and 'Argument "agent" to "train"' in proc.stdout, (
+        proc.stdout
+    )
 
 
 @pytest.mark.slow

@@ -154,7 +154,8 @@ def test_selection_caps_the_examples_and_records_val_ids_as_naming_no_train_task
 
 def candidates(tmp_path: Path, *sets: str) -> Candidates:
     cfg = load_config(None, list(sets))
-    return Candidates(cfg, RunDir(tmp_path / "run"), Events(), Strategies.from_config(cfg.optimizer), splits)
+    strategies = Strategies.from_config(cfg.optimizer)
+    return Candidates(cfg.optimizer, cfg.skill, RunDir(tmp_path / "run"), Events(), strategies, splits)
 
 
 def test_the_copy_guards_exempt_the_examples_and_nothing_outside_them(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from skillgrad.budget import Ledger
+from skillgrad.cache.keys import resamples
 from skillgrad.config import Config
 from skillgrad.errors import StructuredOutputError
 from skillgrad.loop.accounting import Accounting
@@ -28,6 +29,7 @@ from skillgrad.loop.search.pool import Member, Pool
 from skillgrad.loop.search.resolve import Side, parse_resolutions, resolve
 from skillgrad.loop.search.threeway import Conflict, merge_skills
 from skillgrad.loop.state import TrainState
+from skillgrad.loop.strategies import Strategies, search_settings
 from skillgrad.loop.validate import Race, validate
 from skillgrad.package.model import SkillPackage, as_package
 from skillgrad.report.data import load_run
@@ -321,7 +323,8 @@ def frontier_search(tmp_path: Path, chat: ScriptedChat | None, **opt: Any) -> Fr
     run.create()
     gate = make_gate(cfg.optimizer.gate, cfg.optimizer.gate_alpha)
     checks = CandidateChecks(None, 10)
-    return FrontierSearch(SearchContext(cfg, gate, run, Events(), Accounting(Ledger()), chat, checks))
+    settings = search_settings(cfg, Strategies.from_config(cfg.optimizer), resamples(cfg))
+    return FrontierSearch(SearchContext(settings, gate, run, Events(), Accounting(Ledger()), chat, checks))
 
 
 def conflicting_state() -> TrainState:

@@ -14,6 +14,7 @@ from skillgrad.backends.base import Agent
 from skillgrad.benchmarks.base import Benchmark
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
+from skillgrad.loop.custom import Custom
 from skillgrad.loop.events import Events
 from skillgrad.loop.stages import Roles
 from skillgrad.loop.state import TrainState
@@ -44,13 +45,14 @@ def make_trainer(
     skill: str,
     plan: ActivationPlan | None,
     part: TrainState | None = None,
+    custom: Custom | None = None,
 ) -> Trainer:
-    """The run's trainer; `part`: a resumed `both` run's description checkpoint."""
+    """The run's trainer; `part`: a resumed `both` run's description checkpoint; `custom`: the
+    strategies the caller handed in as objects (a body run's alone: api/strategies.py)."""
     if plan is None:
         assert benchmark is not None
-        return Trainer(
-            cfg, benchmark, roles, run, events, ledger, skill, Strategies.from_config(cfg.optimizer)
-        )
+        strategies = Strategies.from_config(cfg.optimizer, custom)
+        return Trainer(cfg, benchmark, roles, run, events, ledger, skill, strategies)
     world = trigger_world(cfg, plan, roles, skill)
     if cfg.optimizer.target == "description":
         return Trainer(

@@ -27,6 +27,7 @@ from skillgrad.api.inputs import (
 from skillgrad.api.results import EvalResult, TaskResult, TrainResult
 from skillgrad.api.scope import PROCESS
 from skillgrad.api.skill import Skill
+from skillgrad.api.strategies import AgentLike, GateLike, ParentLike, SearchLike, as_strategies
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.run_folder import RunDir
@@ -51,6 +52,10 @@ def train(
     observers: Sequence[ObserverLike] = (),
     resume: bool = False,
     use_cache: bool = True,
+    gate: GateLike | None = None,
+    search: SearchLike | None = None,
+    parent: ParentLike | None = None,
+    agent: AgentLike | None = None,
 ) -> TrainResult:
     """Train a skill; the finished run's result.
 
@@ -62,6 +67,9 @@ def train(
     package folder, the skill's text, or a `Skill`. `out` (default `runs/<time>-train-<name>`)
     that already holds a run becomes `out-2`, ... (said as a `message` event); `resume=True`
     continues the run in `out` instead, paying nothing twice. `observers` get every progress event.
+    `gate`, `search`, `parent` and `agent` (default: the config's) are each a name (as
+    `optimizer.gate`, `optimizer.search`, `optimizer.parent`, `model.target_backend`) or an object
+    implementing `Gate`, a factory of a `Search`, a `ParentRule` or an `Agent` (docs/api.md).
 
     Raises UserError (bad input, before anything is written), FatalBackendError (a key or quota
     refused), TrainingFailed, Interrupted (Ctrl-C); a budget cap is not an error: the run stops
@@ -71,6 +79,7 @@ def train(
         bench = as_benchmark(cfg, benchmark, scorer)
         text = as_skill(cfg, skill)
         watchers = as_observers(observers)
+        custom = as_strategies(cfg, gate=gate, search=search, parent=parent, agent=agent)
         summary, run_dir = commands.train(
             cfg,
             _folder(out, cfg, "train"),
@@ -80,6 +89,7 @@ def train(
             resume=resume,
             use_cache=use_cache,
             notify=lambda line: announce(watchers, line),
+            custom=custom,
         )
         best = RunDir(run_dir).best_skill_path()
         return TrainResult.from_summary(run_dir, summary, Skill.read(best))
@@ -95,10 +105,11 @@ def evaluate(
     out: str | os.PathLike[str] | None = None,
     observers: Sequence[ObserverLike] = (),
     use_cache: bool = True,
+    agent: AgentLike | None = None,
 ) -> EvalResult:
     """Score `skill` (a `Path`, the skill's text, or a `Skill` such as `TrainResult.best_skill`)
-    on one split of the benchmark (`config`, `benchmark` and `scorer` as for `train`). `out`
-    (default `runs/<time>-eval-<name>`) keeps every rollout and `eval.json`.
+    on one split of the benchmark (`config`, `benchmark`, `scorer` and `agent` as for `train`).
+    `out` (default `runs/<time>-eval-<name>`) keeps every rollout and `eval.json`.
 
     Raises UserError, FatalBackendError, BudgetExceeded (a cap of the budget section: a partial
     score would mean nothing), EvaluationFailed (every task failed to run), Interrupted."""
@@ -111,6 +122,7 @@ def evaluate(
         text = as_skill(cfg, skill, initial=False)
         assert text is not None  # a skill was given
         watchers = as_observers(observers)
+        custom = as_strategies(cfg, agent=agent)
         report, rollouts, run_dir = commands.evaluate(
             cfg,
             text,
@@ -121,6 +133,7 @@ def evaluate(
             observers=watchers,
             use_cache=use_cache,
             notify=lambda line: announce(watchers, line),
+            custom=custom,
         )
         return EvalResult.from_report(run_dir, report, tuple(TaskResult.of(r) for r in rollouts))
 

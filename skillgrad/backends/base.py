@@ -80,8 +80,24 @@ class MeteredModel(Protocol):
     meter: CallMeter | None
 
 
+@runtime_checkable
 class Agent(Protocol):
-    """The target role: does one task with the skill installed. See module docstring for errors."""
+    """The target role: does one task with the skill installed (`skillgrad.Agent`; a caller may
+    hand one in: `skillgrad.train(agent=...)`).
+
+    `run(task, skill, workspace)` does `task` with `skill` (the skill's text: a SKILL.md, or a
+    package's canonical text) and returns an `AgentResult`: its `answer` (what the benchmark
+    scores), its trace steps and usage where it has them. `workspace` is a fresh folder of its own
+    (an AgenticBenchmark prepared it); what it leaves there is kept and scored. `name` and `model`
+    name it in the run folder and the progress lines.
+
+    Errors: it never raises for one task's failure (a crash, a timeout, a refusal, a bad reply):
+    it returns `AgentResult(answer="", is_error=True, error=...)`, the task is run again up to
+    `train.rollout_retries` times and then counts as failed (a val run as missing), and the run
+    goes on. Anything else it raises is taken the same way, except `FatalBackendError` (a key or
+    quota refused: no task can succeed), which stops the run. An object handed in may also name a
+    `cache_identity` (a string naming everything that shapes its answers): only then are its runs
+    kept in the call cache."""
 
     name: str
     model: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from skillgrad.config import Config
+from skillgrad.config import OptimizerConfig, SkillConfig
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.echo import PromptEcho, template_texts
 from skillgrad.loop.events import Events
@@ -36,19 +36,21 @@ def prompt_echo() -> PromptEcho:
 class Candidates:
     def __init__(
         self,
-        cfg: Config,
+        opt: OptimizerConfig,
+        skill: SkillConfig,
         run: RunDir,
         events: Events,
         strategies: Strategies,
         splits: Callable[[str], list[Task]] | None = None,
         initial_skill: str = "",
     ) -> None:
-        """`strategies`: how patches merge and rank, and the form fix (skillgrad's own edits for a
-        step whose answers have the wrong form); `splits(name)`: the benchmark's tasks of a split:
-        every train task, for what only one task has and for the examples, val and test to refuse
-        (default: each step's batch is all); `initial_skill`: a hand-written skill may hold more
-        examples than skill.max_examples."""
-        self.cfg = cfg
+        """`opt`, `skill`: the two config sections it reads; `strategies`: how patches merge and
+        rank, and the form fix (skillgrad's own edits for a step whose answers have the wrong
+        form); `splits(name)`: the benchmark's tasks of a split: every train task, for what only
+        one task has and for the examples, val and test to refuse (default: each step's batch is
+        all); `initial_skill`: a hand-written skill may hold more examples than
+        skill.max_examples."""
+        self.opt, self.skill = opt, skill
         self.splits = splits
         self._index: TaskIndex | None = None
         self.run = run
@@ -57,9 +59,9 @@ class Candidates:
         self.ranker = strategies.ranker
         self.form_fix = strategies.form_fix
         self.echo = prompt_echo()
-        self.max_examples = max(cfg.skill.max_examples, len(skill_demos(initial_skill)))
+        self.max_examples = max(skill.max_examples, len(skill_demos(initial_skill)))
         self.checks = CandidateChecks(
-            cfg.skill.max_chars, cfg.skill.self_test_timeout_s, max_examples=self.max_examples
+            skill.max_chars, skill.self_test_timeout_s, max_examples=self.max_examples
         )
 
     def task_copies(
@@ -67,7 +69,7 @@ class Candidates:
     ) -> Callable[[Edit], Copy | None]:
         """The copy-of-task-text guard over the tasks the analysts were shown (off when allowed);
         `graded`: each task's answer and feedback."""
-        opt = self.cfg.optimizer
+        opt = self.opt
         if opt.allow_task_text:
             return lambda _edit: None
         if self._index is None and self.splits is not None:
@@ -79,10 +81,10 @@ class Candidates:
 
     def example_writer(self, batch: list[Task], rollouts: Sequence[Rollout]) -> WriteExample:
         """Example edits written from train tasks (this step's rollouts for bootstrapping)."""
-        if self.cfg.skill.max_examples == 0:
+        if self.skill.max_examples == 0:
             return no_examples
         splits = self.splits or (lambda split: batch if split == "train" else [])
-        return ExampleWriter(splits, rollouts, self.cfg.skill.example_chars)
+        return ExampleWriter(splits, rollouts, self.skill.example_chars)
 
     def select(
         self,
@@ -100,13 +102,13 @@ class Candidates:
         `graded` (task id -> answer, feedback) lets an edit restate what the grader says;
         `rollouts`: the step's train rollouts (the form fix reads them; examples bootstrap from them).
         A step may select more than once (a re-ask): the caller counts the final selection's drops."""
-        fix = self.form_fix.propose(state.current_text, rollouts, self.cfg.skill.max_examples)
+        fix = self.form_fix.propose(state.current_text, rollouts, self.skill.max_examples)
         own = {e.key() for e in fix.edits} if fix else set()
         patches = [*patches, *([fix] if fix else [])]
         patches = [replace(p, edits=[self.echo.own_rationale(e) for e in p.edits]) for p in patches]
         ranked = self.ranker.rank(self.merger.merge(patches))
-        budget = self.cfg.skill.max_chars
-        max_chars = char_limit(self.cfg.optimizer.max_skill_chars, budget, state.current_text)
+        budget = self.skill.max_chars
+        max_chars = char_limit(self.opt.max_skill_chars, budget, state.current_text)
         copied = self.echo.with_failed_answers(failed_answers or [])
         copies_task = self.task_copies(batch, state.current_text, graded or {})
         chosen = select_valid(
@@ -142,7 +144,7 @@ class Candidates:
     ) -> tuple[SkillDoc | PackageDoc, list[EditOutcome], str | None]:
         """The selected edits applied (edit_report.json, candidate_skill), and why the candidate
         cannot be validated (a failed script check, the budget), or None."""
-        current = open_skill(state.current_text, self.cfg.skill.max_chars)
+        current = open_skill(state.current_text, self.skill.max_chars)
         candidate, outcomes = current.apply([m.edit for m in chosen.selected], max_chars)
         self.run.write_edit_report(step, [o.to_json() for o in outcomes])
         self.run.write_candidate(step, candidate.text)

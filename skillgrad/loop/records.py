@@ -63,13 +63,15 @@ class GateRecord:
         current: float,
         opt: OptimizerConfig,
         raced: RacedOut | None = None,
+        gate: str | None = None,
     ) -> GateRecord:
-        """The record of `decision` on `val`; a raced-out one (`raced`) has no candidate_score."""
+        """The record of `decision` on `val`; a raced-out one (`raced`) has no candidate_score.
+        `gate`: the gate's name (a caller's object: its label); None: optimizer.gate."""
         judged = decision.to_json() if decision is not None else {}
         return cls(
             accepted=bool(decision and decision.accepted),
             reason=decision.reason if decision else "no edit applied",
-            gate=opt.gate,
+            gate=gate or opt.gate,
             candidate_score=mean_of(val.results) if val and raced is None else None,
             current_score=current,
             cached=bool(val and val.calls == 0),
@@ -90,9 +92,11 @@ class GateRecord:
         )
 
     @classmethod
-    def skipped(cls, current: float, opt: OptimizerConfig, blocked: str | None) -> GateRecord:
+    def skipped(
+        cls, current: float, opt: OptimizerConfig, blocked: str | None, gate: str | None = None
+    ) -> GateRecord:
         """No candidate validated: no edit applied, or a check refused it (`blocked`)."""
-        record = cls.of(None, None, current, opt)
+        record = cls.of(None, None, current, opt, gate=gate)
         return record if blocked is None else replace(record, reason=blocked, skip_reason=blocked)
 
     def to_json(self) -> dict[str, Any]:

@@ -68,8 +68,10 @@ class Reflection:
         self.analyst = analyst
         self.slots = slots
         self.caps = caps
-        # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not to.
-        self.include_traces = cfg.model.analyst_sees_traces()
+        # Passed explicitly from the config: the analyst sees a harness's trace steps unless told not
+        # to; an Agent object's steps (if it returns any) as a harness's
+        custom = roles.agent_label is not None
+        self.include_traces = cfg.model.trace_to_optimizer if custom else cfg.model.analyst_sees_traces()
         self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
         # optimizer.reflection: workspace -> each analyst reads its minibatch in a folder (evidence)
         self.desk: Desk | None = None

@@ -36,6 +36,17 @@ class Roles:
     samplers: list[ChatModel] = field(default_factory=list)  # the optimizer for extra proposals
     # the target with the skill unnamed among other skills (optimizer.target: description | both)
     trigger_agent: Agent | None = None
+    # "python:<name>" when the target is an Agent object the caller handed in (loop/custom.py):
+    # it stands for the target backend wherever the run names one; None: the configured backend
+    agent_label: str | None = None
+
+    def target_resamples(self, cfg: Config) -> bool:
+        """Whether asking the target again can answer differently (`cache.keys.resamples`); an
+        Agent object is taken to sample: nothing says it does not."""
+        return self.agent_label is not None or resamples(cfg)
+
+    def target_backend(self, cfg: Config) -> str | None:
+        return self.agent_label or cfg.model.target_backend
 
 
 def resampled(agent: Agent, repeat: int, epoch: int = 1) -> Agent:
@@ -68,6 +79,7 @@ class RolloutRunner:
         self.run = run
         self.events = events
         self.accounting = accounting
+        self.resamples = roles.target_resamples(cfg)
         self.caps = TraceCaps(cfg.trace.tool_result_chars, cfg.trace.step_chars, cfg.trace.total_chars)
         self.needs_workspace = roles.target_is_harness or isinstance(benchmark, AgenticBenchmark)
         if isinstance(benchmark, JudgedBenchmark):
@@ -108,14 +120,14 @@ class RolloutRunner:
         """Run `tasks` with `skill`; the i-th writes under `prefix` (or `prefix(i)`) and is the
         `repeats[i]`-th run of its task. `fresh` clears a folder a discarded run wrote first.
         `epoch`: the train epoch of these rollouts; from the second on, a target that samples
-        (`cache.keys.resamples`) is asked afresh, so a later epoch is new evidence, not a replay.
+        (`Roles.target_resamples`) is asked afresh, so a later epoch is new evidence, not a replay.
 
         A task whose agent failed (crash, timeout, outage: `is_error`) runs again, as the same call
         (a failure is never cached), up to `train.rollout_retries` more times, after the others:
         an outage has time to pass. Each attempt is reserved and paid like any call; only the last
         is written and reported. Still failed, it is returned as it is (validation counts it as
         missing, loop/validate.py)."""
-        epoch = epoch if resamples(self.cfg) else 1
+        epoch = epoch if self.resamples else 1
         folder_of = prefix if callable(prefix) else (lambda _index, p=prefix: p)
         if fresh and not callable(prefix):
             self.run.clear(prefix)

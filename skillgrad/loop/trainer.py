@@ -36,7 +36,7 @@ from skillgrad.loop.selection import Selection
 from skillgrad.loop.stages import Roles, RolloutRunner, TrainingFailed
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.stopping import note_reflected
-from skillgrad.loop.strategies import Strategies
+from skillgrad.loop.strategies import Strategies, make_search, search_settings
 from skillgrad.loop.validate import Race, Validation, validate
 from skillgrad.loop.valruns import ValRuns
 from skillgrad.loop.verdict import judge, scored
@@ -70,14 +70,17 @@ class Trainer:
         self.initial_skill = initial_skill
         self.schedule = strategies.schedule
         self.metric, self.test_repeats = strategies.metric, strategies.test_repeats
+        self.gate_name = strategies.gate_name  # gate.json's `gate`
         self.interleaved = interleaved
         self.benchmark_split = Splits(benchmark)
-        self.candidates = Candidates(cfg, run, events, strategies, self.benchmark_split, initial_skill)
+        self.candidates = Candidates(
+            cfg.optimizer, cfg.skill, run, events, strategies, self.benchmark_split, initial_skill
+        )
         self.accounting = Accounting(ledger)
-        tools = (run, events, self.accounting, roles.optimizer, self.candidates.checks, strategies.metric)
-        self.search = strategies.search(SearchContext(cfg, strategies.gate, *tools))  # each step's parent
         self.runner = RolloutRunner(cfg, benchmark, roles, run, events, self.accounting)
-        self.benchmark_split = Splits(benchmark)
+        tools = (run, events, self.accounting, roles.optimizer, self.candidates.checks, strategies.metric)
+        settings = search_settings(cfg, strategies, self.runner.resamples)
+        self.search = make_search(strategies.search, SearchContext(settings, strategies.gate, *tools))
         self.valruns = ValRuns(cfg, self.runner, run, self.benchmark_split)
         self.reflection = Reflection(
             cfg,
@@ -180,14 +183,14 @@ class Trainer:
         step = started.step
         applied = [o.edit for o in outcomes if o.status == "applied"]
         if not applied or candidate.text == state.current_text or blocked:
-            skipped = GateRecord.skipped(state.current_score, self.cfg.optimizer, blocked)
+            skipped = GateRecord.skipped(state.current_score, self.cfg.optimizer, blocked, self.gate_name)
             self.run.write_gate(step, skipped.to_json())
             return replace(started, skip_reason=blocked)
         gate = self.search.gate(state, candidate.text)
         val, incumbent = self._validate(state, step, candidate, nxt, gate)
         decision = judge(gate, val, incumbent)
         score, raced = scored(self.metric, gate, val, incumbent)
-        record = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer, raced)
+        record = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer, raced, self.gate_name)
         self.run.write_gate(step, replace(record, candidate_score=score).to_json())
         version = None
         if decision.accepted:
@@ -247,7 +250,7 @@ class Trainer:
             steps_per_epoch=per_epoch,
             total_steps=total_steps,
             optimizer_backend=self.cfg.model.optimizer_backend,
-            target_backend=self.cfg.model.target_backend,
+            target_backend=self.roles.target_backend(self.cfg),
         )
         stopped, reason, test = "completed", None, None
         self._rounds_before = state.rounds if state else 0
@@ -360,7 +363,7 @@ class Trainer:
             "stop_reason": reason,
             "test": test,
             "optimizer_backend": self.cfg.model.optimizer_backend,
-            "target_backend": self.cfg.model.target_backend,
+            "target_backend": self.roles.target_backend(self.cfg),
             "optimizer_model": self.roles.optimizer.model if self.roles.optimizer else None,
             "target_model": self.roles.agent.model,
             "wall_s": round(self.earlier_wall_s + self.events.elapsed(), 3),  # every process's

@@ -29,6 +29,7 @@ from skillgrad.errors import UserError
 from skillgrad.evidence.mode import reads_workspace
 from skillgrad.executors.base import Executor
 from skillgrad.executors.threads import ThreadExecutor
+from skillgrad.loop.custom import Custom, UserAgent, cache_identity
 from skillgrad.loop.events import Events, Observer
 from skillgrad.loop.trainer import Roles
 from skillgrad.observe.progress import LogFileObserver
@@ -146,6 +147,27 @@ def cached_target(
     )
 
 
+def object_target(
+    cfg: Config, cache: CallCache, redactor: Redactor, journal: PaidJournal | None, custom: Custom
+) -> CachedAgent:
+    """An Agent object the caller handed in (`agent=`), as the target: in this process, each paid
+    run journaled, behind the call cache only when it names a `cache_identity` (nothing else says
+    what shapes its answers: its code, its model, its settings); else every run is paid."""
+    assert custom.agent is not None
+    name = custom.labels["agent"]
+    identity = cache_identity(custom.agent)
+    store = cache if identity is not None else CallCache(cache.root, enabled=False)
+    return CachedAgent(
+        UserAgent(custom.agent, name),
+        store,
+        salt=cfg.cache.salt,
+        settings={"agent": name, "cache_identity": identity},
+        snapshot_workspace=True,
+        redact_file=redactor.redact_bytes,
+        on_paid=(lambda usage: journal.add("target", None, usage)) if journal else None,
+    )
+
+
 def build_roles(
     cfg: Config,
     cache: CallCache,
@@ -157,6 +179,7 @@ def build_roles(
     meter: CallMeter | None = None,
     executor: Executor | None = None,
     activation: Callable[[Agent], tuple[Agent, dict[str, Any]]] | None = None,
+    custom: Custom | None = None,
 ) -> Roles:
     """Both roles, wrapped in the call cache; everything that shapes a reply is in its key
     (`skillgrad.cache.keys`). Each paid call goes to `journal` as it returns (usage across
@@ -165,7 +188,9 @@ def build_roles(
     judge (for a JudgedBenchmark) is the optimizer role's backend, cached the same way. The
     target runs where `executor` puts it; the cache around it stays in the driver. `activation`
     makes the same target into the one that measures when the skill is loaded (with what else
-    shapes its runs): `Roles.trigger_agent` (skillgrad.activation)."""
+    shapes its runs): `Roles.trigger_agent` (skillgrad.activation). An Agent object of `custom`
+    is the target instead of the configured backend's (`object_target`), run as a harness's
+    (its own workspace, its trace steps kept) under its label."""
     backends = Backends(cfg, meter)
     target = spec_for(cfg.model.backend_for("target"))
     chat, samplers = None, []
@@ -180,6 +205,11 @@ def build_roles(
         samplers = proposal_samplers(cfg, backends, chat)
         if optimizer:
             reads_workspace(cfg, chat)  # optimizer.reflection refused now, before any folder exists
+    chats = (chat if optimizer else None, chat if judge else None, samplers if optimizer else [])
+    if custom is not None and custom.agent is not None:  # the caller's: no backend is built for it
+        agent = object_target(cfg, cache, redactor, journal, custom)
+        return Roles(chats[0], agent, True, agent.name, judge=chats[1], samplers=chats[2],
+                     agent_label=custom.labels["agent"])  # fmt: skip
     cached = functools.partial(cached_target, cfg, cache, redactor, journal)
     raw = backends.agent()  # built first: a local model file is in place before it is keyed
     settings = rollout_settings(cfg)
@@ -189,13 +219,13 @@ def build_roles(
         adapted, shaping = activation(raw)
         trigger_agent = cached(adapted, {**settings, **shaping})
     return Roles(
-        optimizer=chat if optimizer else None,
-        agent=agent,
-        target_is_harness=target.harness,
-        trace_name=target.trace_name,
-        trace_file=target.trace_file,
-        judge=chat if judge else None,
-        samplers=samplers if optimizer else [],
+        chats[0],
+        agent,
+        target.harness,
+        target.trace_name,
+        target.trace_file,
+        judge=chats[1],
+        samplers=chats[2],
         trigger_agent=trigger_agent,
     )
 

@@ -39,6 +39,7 @@ from skillgrad.errors import (
 )
 from skillgrad.executors.base import Executor, open_executor
 from skillgrad.loop.accounting import Accounting
+from skillgrad.loop.custom import Custom
 from skillgrad.loop.events import Observer
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import RolloutRunner
@@ -58,6 +59,7 @@ from skillgrad.session.build import (
 from skillgrad.session.paths import check_out_folder, check_run_folder
 from skillgrad.session.resume import (
     check_credentials,
+    check_objects,
     check_part,
     check_resumable,
     check_same_config,
@@ -157,10 +159,14 @@ def train(
     resume: bool = False,
     use_cache: bool = True,
     notify: Notify = print,
+    custom: Custom | None = None,
 ) -> tuple[dict[str, Any], Path]:
     """Train (or continue the run in `out`); the summary and the run folder. `skill` (the initial
-    skill's text) and `benchmark` replace the config's `skill.init` and `benchmark.name`.
+    skill's text) and `benchmark` replace the config's `skill.init` and `benchmark.name`, `custom`
+    (the strategies handed in as objects) the config's; the run folder names those in
+    objects.json, and a resume must hand in the same (`check_objects`).
     `use_cache=False` (`--no-cache`) is the run's `cache.enabled: false`, kept in its config.json."""
+    custom = custom or Custom()
     if not use_cache and cfg.cache.enabled:
         cfg = cfg.model_copy(deep=True)
         cfg.cache.enabled = False
@@ -169,6 +175,7 @@ def train(
             raise UserError("resume needs the run folder to continue: pass out= (--resume OUT)")
         check_run_folder("out", out)
         check_same_config(out, cfg)
+        check_objects(out, custom.labels, notify)  # what the config cannot name, by label
         if (done := finished_summary(out)) is not None:
             with RunLock(out / RunFiles.LOCK):  # a trainer still holding it is refused, as for any resume
                 RunDir(out).remove_stale_temp_files()  # what a SIGKILL left is tidied all the same
@@ -199,7 +206,7 @@ def train(
     out = out or default_out(cfg, "train")
     with open_executor(cfg) as executor:  # may refuse (no cluster): before anything is written
         summary = _train(
-            cfg, out, text, benchmark, plan, executor, observers, resume=resume, use_cache=use_cache
+            cfg, out, text, benchmark, plan, executor, observers, custom, resume=resume, use_cache=use_cache
         )
         return summary, out
 
@@ -212,6 +219,7 @@ def _train(
     plan: ActivationPlan | None,
     executor: Executor,
     observers: Sequence[Observer],
+    custom: Custom,
     *,
     resume: bool,
     use_cache: bool,
@@ -231,6 +239,7 @@ def _train(
         meter=ledger,
         executor=executor,
         activation=activation,
+        custom=custom,
     )
     session = open_session(cfg, out, redactor, observers, resume=resume, journal=journal, ledger=ledger)
     try:
@@ -241,10 +250,12 @@ def _train(
                 state, loaded = load_checkpoint(out, cfg, journal)
                 ledger.adopt(loaded)
             session.run.write_config(cfg.portable().to_json())
+            if custom.labels:  # what the config cannot name
+                session.run.write_json(RunFiles.OBJECTS, dict(custom.labels))
             both = resume and cfg.optimizer.target == "both"
             part = check_part(out / DESCRIPTION_DIR) if both else None  # the description's checkpoint
             tools = (session.run, session.events, session.ledger)
-            trainer = make_trainer(cfg, benchmark, roles, *tools, skill, plan, part)
+            trainer = make_trainer(cfg, benchmark, roles, *tools, skill, plan, part, custom)
             if resume:
                 trainer.earlier_wall_s, trainer.earlier_sessions = earlier_sessions(out)
             return trainer.train(state)
@@ -263,9 +274,11 @@ def evaluate(
     observers: Sequence[Observer] = (),
     use_cache: bool = True,
     notify: Notify = print,
+    custom: Custom | None = None,
 ) -> tuple[dict[str, Any], list[Rollout], Path]:
     """Score `skill` on one split: eval.json's report, the rollouts in task order, the folder.
-    `skill_label` names the skill in the report (its path, or how it was given)."""
+    `skill_label` names the skill in the report (its path, or how it was given); `custom`: an
+    agent object as the target."""
     if out is not None:
         check_out_folder("out", out)
     if benchmark is None:
@@ -275,7 +288,7 @@ def evaluate(
     out = fresh_out(out, notify) if out is not None else default_out(cfg, "eval")
     with open_executor(cfg) as executor:
         report, rollouts = _evaluate(
-            cfg, skill, skill_label, split, benchmark, out, executor, observers, use_cache
+            cfg, skill, skill_label, split, benchmark, out, executor, observers, use_cache, custom
         )
         return report, rollouts, out
 
@@ -290,12 +303,15 @@ def _evaluate(
     executor: Executor,
     observers: Sequence[Observer],
     use_cache: bool,
+    custom: Custom | None,
 ) -> tuple[dict[str, Any], list[Rollout]]:
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
     cache = call_cache(cfg, redactor, use_cache)
     ledger = Ledger(cfg.budget)
-    roles = build_roles(cfg, cache, redactor, optimizer=False, judge=judged, meter=ledger, executor=executor)
+    roles = build_roles(
+        cfg, cache, redactor, optimizer=False, judge=judged, meter=ledger, executor=executor, custom=custom
+    )
     session = open_session(cfg, out, redactor, observers, ledger=ledger)
     try:
         with kept_in(out, EvaluationFailed), RunLock(out / RunFiles.LOCK):
@@ -316,7 +332,7 @@ def _evaluate(
                 "passed": sum(1 for r in results if r.score.passed),
                 "errors": sum(1 for r in results if r.result.is_error),
                 "scorer_errors": sum(1 for r in results if r.score.scorer_error is not None),
-                "target_backend": cfg.model.target_backend,
+                "target_backend": roles.target_backend(cfg),
                 "target_model": roles.agent.model,
                 "usage": session.ledger.to_json(),
                 "wall_s": round(session.events.elapsed(), 3),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,34 @@ def check_same_config(out: Path, cfg: Config) -> None:
             f"{out}: cannot resume with a different config: {shown}; resume without --config/--set "
             f"(and with --no-cache only if the run had it), or start a new run with another --out"
         )
+
+
+def check_objects(out: Path, given: Mapping[str, str], notify: Callable[[str], None]) -> None:
+    """Refuse to resume a run trained with strategies handed in as Python objects (objects.json,
+    by label: loop/custom.py) without the same ones, or with objects it was not trained with. The
+    folder records an object's class, not its settings: that the same settings are handed in
+    again is the caller's to keep, and `notify` says so."""
+    path = out / RunFiles.OBJECTS
+    recorded = _json_file(path) if path.is_file() else {}
+    if not (isinstance(recorded, dict) and all(isinstance(v, str) for v in recorded.values())):
+        raise _damaged(path, "expected an object of argument -> label")
+    if recorded == dict(given):
+        if given:
+            names = ", ".join(f"{k}={v}" for k, v in sorted(given.items()))
+            notify(f"{out}: resuming with {names}: the run folder names each class, not its settings")
+        return
+    arg = sorted(k for k in {*recorded, *given} if recorded.get(k) != given.get(k))[0]
+    was, now = recorded.get(arg), given.get(arg)
+    if now is None:
+        how = (
+            f"it trained with {arg}={was}, which its config cannot name; resume it from Python: "
+            f"skillgrad.train(..., {arg}=<the same object>, resume=True)"
+        )
+    elif was is None:
+        how = f"it did not train with {arg}= an object ({now} given); resume it without {arg}="
+    else:
+        how = f"it trained with {arg}={was}, not {now}; hand in the same {arg}"
+    raise UserError(f"{out}: cannot resume: {how}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from skillgrad.backends.base import ChatModel
-from skillgrad.config import Config
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.events import Events
 from skillgrad.loop.gate import Gate, ValResults, mean_of
 from skillgrad.loop.plan import PlanStep
+from skillgrad.loop.search.parents import ParentRule
 from skillgrad.loop.state import TrainState
 from skillgrad.package.doc import PackageDoc
 from skillgrad.run_folder import RunDir
 from skillgrad.skill import Edit, EditOutcome, SkillDoc
+from skillgrad.values import Effort
 
 # A candidate as the trainer validates it: the skill, its edits' outcomes, why it may not be validated.
 Proposal = tuple[SkillDoc | PackageDoc, list[EditOutcome], str | None]
@@ -25,12 +26,27 @@ Remaining = Sequence[PlanStep]  # the plan's steps still to run (lazy: read only
 
 
 @dataclass(frozen=True)
+class SearchSettings:
+    """The run's settings a strategy reads (from the config, by the trainer), none other."""
+
+    seed: int  # train.seed: each step's parent draw is seeded by it and the step
+    merge_every: int  # optimizer.merge_every: every n-th frontier step merges two lineages (0: never)
+    parent: ParentRule  # optimizer.parent's rule, or the caller's (parent=)
+    parent_name: str  # its name in progress and summary.json: optimizer.parent, or its label
+    # a train task rolled out again with the same skill is its earlier answer replayed from the
+    # call cache (cache.keys.replays): what the no_failures and no_new_evidence stops rely on
+    replays: bool
+    max_chars: int | None  # skill.max_chars: a merged skill's budget (None: none)
+    effort: Effort | None  # the optimizer's reasoning effort (a merge's analyst call)
+
+
+@dataclass(frozen=True)
 class SearchContext:
-    """What a strategy may use: the run's config and gate, its folder, progress, paid calls, the
+    """What a strategy may use: the run's settings and gate, its folder, progress, paid calls, the
     optimizer (a merge's analyst), the checks a candidate passes before it is validated, and what
     a skill's score is over its per-item results (the mean; trigger F1 for a description)."""
 
-    cfg: Config
+    settings: SearchSettings
     gate: Gate
     run: RunDir
     events: Events
@@ -40,8 +56,10 @@ class SearchContext:
     metric: Callable[[ValResults], float] = mean_of
 
 
+@runtime_checkable
 class Search(Protocol):
-    """How a run walks the space of skills (`optimizer.search`). Before each step the trainer calls
+    """How a run walks the space of skills (`optimizer.search`, or `search=` a class or function
+    that builds one from a `SearchContext`). Before each step the trainer calls
     `begin`, which makes the step's parent the state's current skill (text, score, the rejected
     edits its analysts see); it validates a candidate against that parent with `gate(...)` and
     hands the decision back (`accept` / `reject`). A strategy keeps everything a resumed run needs

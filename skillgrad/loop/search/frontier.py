@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillgrad.cache.keys import replays
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.gate import Gate, ValResults, mean_of
 from skillgrad.loop.search.base import Proposal, Remaining, SearchContext
 from skillgrad.loop.search.entry import EntryGate
 from skillgrad.loop.search.merging import Pair, make_merge, merge_pair
-from skillgrad.loop.search.parents import PARENTS, parent_rng
+from skillgrad.loop.search.parents import parent_rng
 from skillgrad.loop.search.pool import Member, MergeTry, Pool
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.stopping import remaining_tasks
@@ -40,7 +39,7 @@ class FrontierSearch:
 
     def __init__(self, ctx: SearchContext) -> None:
         self.ctx = ctx
-        self.rule = ctx.cfg.optimizer.parent
+        self.rule = ctx.settings.parent_name
         self.parent = 0  # the version the step in progress starts from
         self.epoch = 0
         self.pending: Pair | None = None  # the merge planned for the step in progress
@@ -58,13 +57,13 @@ class FrontierSearch:
     def begin(self, state: TrainState, step: int, epoch: int) -> None:
         pool = self.pool(state)
         self.epoch, self.merging = epoch, None
-        every = self.ctx.cfg.optimizer.merge_every
+        every = self.ctx.settings.merge_every
         self.pending = merge_pair(pool) if every and step % every == 0 else None
         self._point(state, step, self.pending.ours if self.pending else self._draw(pool, step))
 
     def _draw(self, pool: Pool, step: int) -> Member:
         frontier = [m.scored for m in pool.frontier()]
-        drawn = PARENTS[self.rule](frontier, parent_rng(self.ctx.cfg.train.seed, step))
+        drawn = self.ctx.settings.parent(frontier, parent_rng(self.ctx.settings.seed, step))
         return pool.member(drawn.version)
 
     def _point(self, state: TrainState, step: int, member: Member) -> None:
@@ -146,9 +145,9 @@ class FrontierSearch:
         members = pool.frontier()
         if not any(self.ctx.gate.can_pass({}, m.results) for m in members):
             return "no_headroom", "no frontier member can be improved on val: no child could pass the gate"
-        if self.ctx.cfg.optimizer.merge_every and merge_pair(pool) is not None:
+        if self.ctx.settings.merge_every and merge_pair(pool) is not None:
             return None
-        if not replays(self.ctx.cfg):  # a later epoch's runs are new samples: a pass may not recur
+        if not self.ctx.settings.replays:  # a later epoch's runs are new samples: a pass may not recur
             return None
         tasks = remaining_tasks(remaining)
         for member in members:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillgrad.cache.keys import replays
 from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.gate import Gate, ValResults
 from skillgrad.loop.search.base import Proposal, Remaining, SearchContext
@@ -50,7 +49,7 @@ class GreedySearch:
     def stop_reason(
         self, state: TrainState, incumbent: ValResults, remaining: Remaining, ahead: Ahead | None
     ) -> tuple[str, str] | None:
-        return stop_reason(self.ctx.gate, state, incumbent, remaining, ahead, replays(self.ctx.cfg))
+        return stop_reason(self.ctx.gate, state, incumbent, remaining, ahead, self.ctx.settings.replays)
 
     def tested(self, state: TrainState) -> list[int]:
         return []

@@ -103,7 +103,7 @@ def make_merge(ctx: SearchContext, pool: Pool, pair: Pair, step: int) -> tuple[P
     ctx.run.write_candidate(step, text)
     outcomes = [EditOutcome(e, "applied", rationale) for e in edits]
     ctx.run.write_edit_report(step, [o.to_json() for o in outcomes])
-    return (open_skill(text, ctx.cfg.skill.max_chars), outcomes, None), ""
+    return (open_skill(text, ctx.settings.max_chars), outcomes, None), ""
 
 
 def _merged_text(
@@ -122,7 +122,7 @@ def _merged_text(
         return merged.text(), ""
     if ctx.optimizer is None:
         return None, "conflicting lines and no optimizer to resolve them"
-    effort = ctx.cfg.model.effort_for("optimizer")
+    effort = ctx.settings.effort
     resolution = resolve(ctx.optimizer, conflicts, sides, effort, ctx.accounting)
     record["analyst"] = resolution.record
     if resolution.lines is None:

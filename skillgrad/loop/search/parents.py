@@ -13,11 +13,21 @@ the frontier and a seeded random generator, chosen by name in `PARENTS`.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from skillgrad.loop.search.dominance import Scored, winners
 
-ParentRule = Callable[[Sequence[Scored], random.Random], Scored]
+
+class ParentRule(Protocol):
+    """How the frontier search picks a step's parent (`optimizer.parent`, or `parent=` an object):
+    `rule(members, rng)` returns one of `members` (the frontier: the pool's members no other
+    dominates, each a `Scored` with its version, per-item val means and size), drawn with `rng`
+    alone, so a resumed run draws what the uninterrupted one drew (a seeded generator of the step:
+    `parent_rng`). A rule of the caller's that raises, or returns no member, stops the run with
+    `TrainingFailed` naming it (loop/custom.py)."""
+
+    def __call__(self, members: Sequence[Scored], rng: random.Random, /) -> Scored: ...
 
 
 def best(members: Sequence[Scored], rng: random.Random) -> Scored:

@@ -149,7 +149,7 @@ class Alternating:
     def final_test(self, state: TrainState) -> dict[str, Any]:
         own = self._own()
         out: dict[str, Any] = {}
-        if self.world.cfg.benchmark.test_size > 0:
+        if self.world.cfg.benchmark.test_size:
             out["triggers"] = self.trainer.final_test(own)
         roles = replace(self.roles, agent=self.world.roles.agent)
         runner = RolloutRunner(self.cfg, self.tasks, roles, self.run, self.events, self.trainer.accounting)

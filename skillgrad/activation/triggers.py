@@ -79,7 +79,7 @@ def task_positives(benchmark: Benchmark, cfg: Config) -> list[Task]:
         "val": cfg.benchmark.val_size,
         "test": cfg.benchmark.test_size,
     }
-    split_tasks = [t for split in SPLITS if sizes[split] > 0 for t in benchmark.load(split)]
+    split_tasks = [t for split in SPLITS if sizes[split] for t in benchmark.load(split)]
     return [trigger_task(f"pos-{t.id}", t.question, True) for t in split_tasks]
 
 

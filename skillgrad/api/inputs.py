@@ -72,7 +72,10 @@ def _task_list(benchmark: Sequence[Any]) -> list[Task]:
                 "make each item Task(id=..., question=..., answers=(...))"
             )
     if not tasks:
-        raise UserError("benchmark: the list of tasks is empty; pass at least train_size + val_size tasks")
+        raise UserError(
+            "benchmark: the list of tasks is empty; pass at least 5 (1 to train on, 4 to validate), "
+            "or as many as benchmark.train_size + val_size"
+        )
     return tasks
 
 

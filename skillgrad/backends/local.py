@@ -1,12 +1,13 @@
-"""The `local` backend: an in-process GGUF model on xllamacpp (prebuilt llama.cpp), both roles.
+"""The `local` backend: a GGUF model on xllamacpp (prebuilt llama.cpp), both roles.
 
 - One loaded model per (file, context size, threads), shared by every role that uses that file:
   `LocalFactory` keeps the runtimes in a weak cache, so the model is loaded once and unloaded when
   the last chat object using it goes away.
 - The model runs in a child process of its own (see `LocalRuntime`: unloading it in-process can
-  deadlock the interpreter); the trainer's worker threads call `complete()` concurrently and the
-  requests go to it one at a time. One slot: on a small CPU box extra parallel slots add no
-  throughput and split the context.
+  deadlock the interpreter), a fresh interpreter that never imports the caller's `__main__`
+  (`local_process`), so a script needs no `if __name__ == "__main__":` guard. The trainer's
+  worker threads call `complete()` concurrently and the requests go to it one at a time. One
+  slot: on a small CPU box extra parallel slots add no throughput and split the context.
 - With a schema, decoding is constrained to the JSON schema (llama.cpp's LLGuidance), and the reply
   still goes through `structured.complete_structured`, so data is validated like every backend's.
 - Usage comes from the runtime's token counts; cost is 0.0. Per-chat `stats()` reports tokens/s.
@@ -17,16 +18,15 @@ Error contract (base.py): a failed request raises `BackendError` (a context over
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import secrets
+import contextlib
+import socket
+import subprocess
 import threading
 import weakref
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from skillgrad.backends.base import CallMeter
 from skillgrad.backends.local_models import (
@@ -37,19 +37,18 @@ from skillgrad.backends.local_models import (
     model_identity,
     resolve_model_value,
 )
+from skillgrad.backends.local_process import child_command
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, UserError
 from skillgrad.lazy import lazy_import
 from skillgrad.values import Effort, Message, Reply, Role, Usage
 
-if TYPE_CHECKING:
-    import xllamacpp
-else:
-    xllamacpp = lazy_import("xllamacpp")  # loaded on first use
+# The runtime must be installed (ImportError now, so the registry reports it missing); only the
+# model process (local_process) imports it.
+lazy_import("xllamacpp")
 
 NAME = "local"
-_PROMPT_CACHE_MIB = 256  # llama.cpp's host prompt cache (default 8 GiB) kept small
 # Small models loop ("... order 62566. The refund ... order 62566. ...") until max_tokens, which cuts
 # the JSON. Decoding is constrained to a copy of the schema whose free strings and arrays are bounded
 # so that the longest possible reply fits in max_tokens: every reply closes. The reply is still
@@ -146,23 +145,6 @@ class Stats:
         }
 
 
-def _params(path: Path, ctx: int, threads: int) -> Any:
-    params = xllamacpp.CommonParams()
-    params.model.path = str(path)
-    params.n_ctx = ctx
-    params.n_parallel = 1
-    params.cpuparams.n_threads = threads
-    params.cpuparams_batch.n_threads = threads
-    params.warmup = False
-    params.verbosity = -1
-    params.cache_ram_mib = _PROMPT_CACHE_MIB
-    # The embedded server also listens on 127.0.0.1; we only call it in-process, so lock it.
-    params.api_keys = [secrets.token_hex(16)]
-    params.ui = False
-    params.endpoint_slots = False
-    return params
-
-
 def _error_message(error: Any) -> str:
     if isinstance(error, dict):
         return str(error.get("message") or error)
@@ -171,12 +153,12 @@ def _error_message(error: Any) -> str:
 
 class LocalRuntime:
     """One loaded GGUF model, served by a child process of its own. Thread safe: requests are
-    sent one at a time over a pipe (the model has one slot anyway).
+    sent one at a time over a socket (the model has one slot anyway).
 
     Why a process: xllamacpp's `Server` destructor joins its worker thread while holding the GIL
     and can wait for ever (seen on a busy machine), freezing the whole interpreter, timeouts
     included. The child never runs that destructor: when the runtime is closed or garbage collected
-    its pipe closes and the child leaves with `os._exit`, and a child that does not leave in time
+    its socket closes and the child leaves with `os._exit`, and a child that does not leave in time
     is killed. A crash inside llama.cpp ends the child, not the run: the call raises BackendError."""
 
     def __init__(self, path: Path, *, ctx: int, threads: int) -> None:
@@ -184,11 +166,16 @@ class LocalRuntime:
         self.ctx = ctx
         self.threads = threads
         self._lock = threading.Lock()
-        spawn = multiprocessing.get_context("spawn")
-        self._conn, child_end = spawn.Pipe()
-        self._process = spawn.Process(target=_serve, args=(child_end, str(path), ctx, threads), daemon=True)
-        self._process.start()
-        child_end.close()
+        ours, theirs = socket.socketpair()
+        try:
+            command = child_command(theirs.fileno(), path, ctx, threads)
+            self._process = subprocess.Popen(command, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            ours.close()
+            raise BackendError(f"{NAME}: cannot start the model process ({exc})") from None
+        finally:
+            theirs.close()
+        self._conn = Connection(ours.detach())
         self._finalizer = weakref.finalize(self, _shutdown, self._conn, self._process)
         hello = self._receive()
         if "load_error" in hello:
@@ -205,9 +192,10 @@ class LocalRuntime:
         try:
             message: dict[str, Any] = self._conn.recv()
         except (EOFError, OSError):
-            self._process.join(5)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(5)
             raise BackendError(
-                f"{NAME}: the model process ended unexpectedly (exit {self._process.exitcode})"
+                f"{NAME}: the model process ended unexpectedly (exit {self._process.returncode})"
             ) from None
         return message
 
@@ -240,32 +228,13 @@ class LocalRuntime:
         return text, usage, stats
 
 
-def _serve(conn: Connection, path: str, ctx: int, threads: int) -> None:
-    """The model process: load, then answer requests until the pipe closes; leave by `os._exit`,
-    never through xllamacpp's destructor (see LocalRuntime)."""
-    try:
-        server = xllamacpp.Server(_params(Path(path), ctx, threads))
-    except Exception as exc:  # the runtime reports a bad file as a generic error
-        conn.send({"load_error": str(exc)})
-        os._exit(0)
-    conn.send({"ready": True})
-    while True:
-        try:
-            request = conn.recv()
-        except (EOFError, OSError):
-            os._exit(0)
-        try:
-            conn.send({"result": server.handle_chat_completions(request)})
-        except RuntimeError as exc:
-            conn.send({"refused": str(exc)})
-
-
-def _shutdown(conn: Connection, process: BaseProcess) -> None:
+def _shutdown(conn: Connection, process: subprocess.Popen[bytes]) -> None:
     conn.close()  # the child sees EOF and leaves
-    process.join(10)
-    if process.is_alive():
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
         process.kill()
-        process.join(5)
+        process.wait(5)
 
 
 class LocalChat:

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skillgrad.benchmarks.qa import make_task, require_data
 from skillgrad.benchmarks.sandbox import RunResult, Sandbox
-from skillgrad.benchmarks.splits import parse_options, split_pool
+from skillgrad.benchmarks.splits import parse_options, split_pool, split_sizes
 from skillgrad.config import BenchmarkConfig, Config
 from skillgrad.errors import UserError
 from skillgrad.templates import render
@@ -184,6 +184,11 @@ class CodingTasks:
         self.options = options
         self._tasks = tasks
         self.sandbox = Sandbox(timeout_s=options.timeout_s, memory_mb=options.memory_mb)
+
+    def planned_sizes(self) -> tuple[dict[Split, int], int]:
+        """The sizes `load` cuts the exercises to (with none given, they adapt to them), and how
+        many exercises there are."""
+        return split_sizes(self.cfg, len(self._tasks), self.source), len(self._tasks)
 
     def load(self, split: Split) -> list[Task]:
         return split_pool(self._tasks, split, self.cfg, self.source)

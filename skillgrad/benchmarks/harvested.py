@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from skillgrad.benchmarks.qa import make_task, require_data
-from skillgrad.benchmarks.splits import iter_jsonl, parse_options, row_id, text_field
+from skillgrad.benchmarks.splits import iter_jsonl, parse_options, row_id, split_sizes, text_field
 from skillgrad.config import BenchmarkConfig, Config
 from skillgrad.errors import UserError
 from skillgrad.templates import render
@@ -81,7 +81,7 @@ def split_by_cluster(tasks: list[Task], cfg: BenchmarkConfig) -> dict[Split, lis
         clusters[task.meta["cluster"]].append(task)
     order = sorted(clusters)
     random.Random(cfg.seed).shuffle(order)
-    sizes = {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}
+    sizes = split_sizes(cfg)  # none given: FIXED_SIZES, targets that whole clusters fill in turn
     out: dict[Split, list[Task]] = {s: [] for s in SPLITS}
     for name in order:
         open_splits = [s for s in SPLITS if sizes[s] > len(out[s])]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from skillgrad.benchmarks.base import SPLITS, Split
 from skillgrad.benchmarks.house_tool import LANES, ZONES, quote_code
+from skillgrad.benchmarks.splits import split_sizes
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.values import AgentResult, Score, Task
@@ -97,4 +98,4 @@ def create(cfg: Config) -> HouseCliBenchmark:
         given = sorted(cfg.benchmark.options)
         raise UserError(f"benchmark.options: benchmark 'housecli' takes no options (got {given})")
     b = cfg.benchmark
-    return HouseCliBenchmark({"train": b.train_size, "val": b.val_size, "test": b.test_size}, b.seed)
+    return HouseCliBenchmark(split_sizes(b), b.seed)  # none given: FIXED_SIZES (generated tasks)

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from skillgrad.backends.base import AgentResult
 from skillgrad.benchmarks.base import SPLITS, Score, Split, Task
-from skillgrad.benchmarks.splits import parse_options
+from skillgrad.benchmarks.splits import parse_options, split_sizes
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 
@@ -176,5 +176,5 @@ class HousefactsBenchmark:
 def create(cfg: Config) -> HousefactsBenchmark:
     b = cfg.benchmark
     options = parse_options(HousefactsOptions, b)
-    sizes: dict[Split, int] = {"train": b.train_size, "val": b.val_size, "test": b.test_size}
+    sizes = split_sizes(b)  # none given: FIXED_SIZES (the tasks are generated, not split)
     return HousefactsBenchmark(sizes, b.seed, options)

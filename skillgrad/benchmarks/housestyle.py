@@ -31,7 +31,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillgrad.benchmarks.splits import parse_options
+from skillgrad.benchmarks.splits import parse_options, split_sizes
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.values import SPLITS, AgentResult, Score, Split, Task
@@ -233,5 +233,5 @@ class HousestyleBenchmark:
 def create(cfg: Config) -> HousestyleBenchmark:
     b = cfg.benchmark
     options = parse_options(HousestyleOptions, b)
-    sizes: dict[Split, int] = {"train": b.train_size, "val": b.val_size, "test": b.test_size}
+    sizes = split_sizes(b)  # none given: FIXED_SIZES (the tasks are generated, not split)
     return HousestyleBenchmark(sizes, b.seed, options)

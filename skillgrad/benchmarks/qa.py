@@ -21,15 +21,17 @@ from skillgrad.benchmarks.splits import (
     answers_field,
     iter_jsonl,
     parse_options,
+    presplit_size,
     row_id,
     safe_task_id,
     split_pool,
+    split_sizes,
     take_split,
     text_field,
 )
 from skillgrad.config import BenchmarkConfig, Config
 from skillgrad.errors import UserError
-from skillgrad.values import Score, Split, Task
+from skillgrad.values import SPLITS, Score, Split, Task
 
 if TYPE_CHECKING:
     from skillgrad.values import AgentResult
@@ -100,6 +102,15 @@ class PoolBenchmark:
         self._scorer = scorer
         self._pool = pool
         self._presplit = presplit
+
+    def planned_sizes(self) -> tuple[dict[Split, int], int]:
+        """The sizes `load` cuts the data to (with none given, they adapt to it: splits.py), and
+        how many items the data holds."""
+        if self._presplit is not None:
+            held = {s: len(self._presplit.get(s, [])) for s in SPLITS}
+            return {s: presplit_size(self.cfg, s, held[s]) for s in SPLITS}, sum(held.values())
+        pool = self._pool or []
+        return split_sizes(self.cfg, len(pool), self.source), len(pool)
 
     def load(self, split: Split) -> list[Task]:
         if self._presplit is not None:

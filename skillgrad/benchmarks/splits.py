@@ -131,8 +131,43 @@ def check_unique(tasks: Sequence[Task], source: str) -> None:
         seen.update({key, task.id})
 
 
-def split_sizes(cfg: BenchmarkConfig) -> dict[Split, int]:
-    return {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}
+FIXED_SIZES: dict[Split, int] = {"train": 40, "val": 20, "test": 0}  # a null size beside a given one
+MOST_SIZES: dict[Split, int] = {"train": 40, "val": 20, "test": 20}  # split by fractions: at most
+MIN_VAL = 4  # split by fractions: at least, so the gate's decision rests on more than one task
+SHARES = "50/25/25"
+
+
+def sizes_given(cfg: BenchmarkConfig) -> bool:
+    """Whether the config gives any split size (else they adapt to the data)."""
+    return any(size is not None for size in (cfg.train_size, cfg.val_size, cfg.test_size))
+
+
+def fraction_sizes(n: int, source: str) -> dict[Split, int]:
+    """`n` items split 50/25/25: val at least MIN_VAL, each at most MOST_SIZES, train at least 1."""
+    if n < MIN_VAL + 1:
+        raise UserError(
+            f"{source}: {n} items are too few to split (at least {MIN_VAL + 1}: 1 to train on, "
+            f"{MIN_VAL} to validate); add items, or give benchmark.train_size and benchmark.val_size"
+        )
+    val = min(MOST_SIZES["val"], max(MIN_VAL, -(-n // 4)))
+    test = max(0, min(MOST_SIZES["test"], n // 4, n - val - 1))
+    return {"train": min(MOST_SIZES["train"], n - val - test), "val": val, "test": test}
+
+
+def split_sizes(cfg: BenchmarkConfig, n: int | None = None, source: str = "benchmark") -> dict[Split, int]:
+    """The three sizes: as given (a null one beside a given one: FIXED_SIZES); none given, `n`
+    items split by fractions (`fraction_sizes`), or FIXED_SIZES for a benchmark that generates its
+    tasks (`n` None)."""
+    given: dict[Split, int | None] = {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}
+    if sizes_given(cfg):
+        return {split: FIXED_SIZES[split] if size is None else size for split, size in given.items()}
+    return dict(FIXED_SIZES) if n is None else fraction_sizes(n, source)
+
+
+def sizes_origin(cfg: BenchmarkConfig) -> str:
+    """Where the caller gave the sizes, as errors name it: a `--set` item, a config file or the
+    config passed from Python (config.loading records it)."""
+    return cfg._sizes_from or "the config"
 
 
 def split_pool(tasks: Sequence[Task], split: Split, cfg: BenchmarkConfig, source: str) -> list[Task]:
@@ -142,13 +177,15 @@ def split_pool(tasks: Sequence[Task], split: Split, cfg: BenchmarkConfig, source
     overlap. Raises UserError when the sizes do not fit the data or the split asked for is empty.
     """
     check_unique(tasks, source)
-    sizes = split_sizes(cfg)
+    sizes = split_sizes(cfg, len(tasks), source)
     total = sum(sizes.values())
     if total > len(tasks):
+        given = {"train": cfg.train_size, "val": cfg.val_size, "test": cfg.test_size}
+        terms = " + ".join(f"{sizes[s]}{' (unset)' if given[s] is None else ''}" for s in SPLITS)
         raise UserError(
-            f"{source}: train_size + val_size + test_size = {sizes['train']} + {sizes['val']} + "
-            f"{sizes['test']} = {total} but the data has {len(tasks)} items; lower the sizes "
-            f"(e.g. --set benchmark.train_size=N) or add items"
+            f"{source}: benchmark.train_size + val_size + test_size = {terms} = {total} but the data "
+            f"has {len(tasks)} items; lower them where they are given ({sizes_origin(cfg)}), or "
+            f"leave all three unset to split the {len(tasks)} items {SHARES}"
         )
     _require_nonempty(split, sizes[split], source)
     order = sorted(tasks, key=lambda t: t.id)
@@ -157,15 +194,22 @@ def split_pool(tasks: Sequence[Task], split: Split, cfg: BenchmarkConfig, source
     return order[start : start + sizes[split]]
 
 
+def presplit_size(cfg: BenchmarkConfig, split: Split, available: int) -> int:
+    """A pre-split split's size: as given, or with no size given all of it up to MOST_SIZES."""
+    if sizes_given(cfg):
+        return split_sizes(cfg)[split]
+    return min(MOST_SIZES[split], available)
+
+
 def take_split(tasks: Sequence[Task], split: Split, cfg: BenchmarkConfig, source: str) -> list[Task]:
     """For data that comes pre-split (a manifest per split): a seeded sample of the split's size."""
     check_unique(tasks, source)
-    size = split_sizes(cfg)[split]
+    size = presplit_size(cfg, split, len(tasks))
     _require_nonempty(split, size, source)
     if size > len(tasks):
         raise UserError(
-            f"{source}: {split}_size = {size} but the {split} split has {len(tasks)} items; "
-            f"lower it with --set benchmark.{split}_size={len(tasks)}"
+            f"{source}: benchmark.{split}_size = {size} but the {split} split has {len(tasks)} items; "
+            f"lower it to at most {len(tasks)} where it is given ({sizes_origin(cfg)})"
         )
     order = sorted(tasks, key=lambda t: t.id)
     random.Random(cfg.seed).shuffle(order)
@@ -174,7 +218,7 @@ def take_split(tasks: Sequence[Task], split: Split, cfg: BenchmarkConfig, source
 
 def _require_nonempty(split: Split, size: int, source: str) -> None:
     if size == 0:
-        raise UserError(f"{source}: the {split} split is empty; set --set benchmark.{split}_size=N (N >= 1)")
+        raise UserError(f"{source}: the {split} split is empty; set benchmark.{split}_size to at least 1")
 
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)

@@ -68,6 +68,15 @@ def _describe(source: str, exc: ValidationError, overrides: list[str] | None = N
     return f"{source}: {key}: {err['msg']} (got {err.get('input')!r})"
 
 
+def _sizes_origin(source: str, overrides: list[str]) -> str:
+    """Where the split sizes were given, as an error about them names it: a `--set` of one, else
+    the config file (`source`), else '' (a mapping from Python: 'the config')."""
+    for split in ("train", "val", "test"):
+        if (override := override_for(("benchmark", f"{split}_size"), overrides)) is not None:
+            return f"--set {override}"
+    return "" if source == "config" else source
+
+
 def check_combinations(cfg: Config, source: str) -> None:
     """Keys that are each valid but do not work together (UserError naming both)."""
     opt = cfg.optimizer
@@ -145,6 +154,7 @@ def config_from_data(
     except ValidationError as exc:
         raise UserError(_describe(source, exc, overrides)) from None
     check_combinations(cfg, source)
+    cfg.benchmark._sizes_from = _sizes_origin(source, overrides or [])
     if base_dir is not None:
         cfg.base_dir = base_dir
     resolve_roles(cfg, backend=backend, optimizer_backend=optimizer_backend, target_backend=target_backend)

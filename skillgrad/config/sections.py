@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
+    PrivateAttr,
     SecretStr,
     ValidationInfo,
     field_validator,
@@ -62,12 +63,17 @@ class BenchmarkConfig(_Section):
     `--set` or `--data FILE`, against the current folder."""
     scorer: str | None = None
     """`custom` only: `exact`, `f1`, `numeric`, `contains`, `regex` or `module:function`."""
-    train_size: int = Field(40, ge=0)
-    """Train split size (the splits are disjoint, drawn by `benchmark.seed`)."""
-    val_size: int = Field(20, ge=1)
-    """Validation split size: the items the gate decides on."""
-    test_size: int = Field(0, ge=0)
-    """Test split size, run once at the end on the initial and the best skill (0: no test)."""
+    train_size: int | None = Field(None, ge=0)
+    """Train split size (the splits are disjoint, drawn by `benchmark.seed`). Null with all three
+    sizes null: half the data, at most 40 (the run says the sizes it chose); otherwise 40."""
+    val_size: int | None = Field(None, ge=1)
+    """Validation split size: the items the gate decides on. Null with all three null: a quarter
+    of the data, at least 4, at most 20; otherwise 20."""
+    test_size: int | None = Field(None, ge=0)
+    """Test split size, run once at the end on the initial and the best skill (0: no test). Null
+    with all three null: a quarter of the data, at most 20 (none for a benchmark that generates
+    its tasks); otherwise 0."""
+    _sizes_from: str = PrivateAttr("")  # where the sizes were given, for errors (config.loading)
     seed: int = 0
     """Seed of the split."""
     options: dict[str, Any] = Field(default_factory=dict)

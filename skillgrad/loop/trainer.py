@@ -265,7 +265,7 @@ class Trainer:
                     if self.ahead is not None:
                         self.ahead.drain()
                     self.ahead = None
-            if self.cfg.benchmark.test_size > 0:
+            if self.cfg.benchmark.test_size:
                 test = self.final_test(state)
         except BudgetStop as stop:
             stopped, reason, test = "budget", str(stop), None

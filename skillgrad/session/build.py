@@ -21,6 +21,7 @@ from skillgrad.backends.base import Agent, CallMeter, ChatModel
 from skillgrad.backends.registry import Backends
 from skillgrad.benchmarks.base import Benchmark
 from skillgrad.benchmarks.registry import load_benchmark
+from skillgrad.benchmarks.splits import FIXED_SIZES, MIN_VAL, MOST_SIZES, SHARES, sizes_given
 from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
 from skillgrad.cache.keys import chat_settings, rollout_settings
@@ -71,10 +72,32 @@ def initial_skill(cfg: Config) -> str:
 
 
 def checked_benchmark(cfg: Config, splits: tuple[Split, ...]) -> Benchmark:
-    """Load the benchmark and every needed split now, so data errors surface before any work."""
+    """Load the benchmark (its sizes settled) and every needed split now, so data errors surface
+    before any work."""
     benchmark = load_benchmark(cfg)
+    settle_sizes(cfg, benchmark)
     check_splits(benchmark, cfg, splits)
     return benchmark
+
+
+def settle_sizes(cfg: Config, benchmark: Benchmark | None) -> str | None:
+    """With no split size given, set the three in `cfg` to those the benchmark cuts its data to
+    (`planned_sizes`: sizes that adapt to the data, splits.py), so the run's config.json and every
+    later reader see numbers; the line that says so, or None. A benchmark that generates or splits
+    its own tasks gets the fixed sizes (train 40, val 20, no test) and no line."""
+    b = cfg.benchmark
+    if benchmark is None or sizes_given(b):
+        return None
+    planned = getattr(benchmark, "planned_sizes", None)
+    sizes, n = planned() if callable(planned) else (FIXED_SIZES, None)
+    b.train_size, b.val_size, b.test_size = sizes["train"], sizes["val"], sizes["test"]
+    if n is None:
+        return None
+    return (
+        f"splits: {sizes['train']} train, {sizes['val']} val, {sizes['test']} test of the {n} tasks "
+        f"(no sizes given: {SHARES}, val at least {MIN_VAL}, each at most {MOST_SIZES['train']}/"
+        f"{MOST_SIZES['val']}/{MOST_SIZES['test']}; set benchmark.train_size, val_size, test_size to choose)"
+    )
 
 
 def check_splits(benchmark: Benchmark, cfg: Config, splits: tuple[str, ...]) -> None:

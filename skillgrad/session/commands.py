@@ -28,6 +28,7 @@ from skillgrad.activation.runs import activation_roles, make_trainer
 from skillgrad.activation.world import ActivationPlan, needs_tasks, trigger_config
 from skillgrad.atomic import RunLock
 from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
+from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.config import Config
 from skillgrad.errors import (
@@ -55,9 +56,11 @@ from skillgrad.session.build import (
     initial_skill,
     open_session,
     redactor_for,
+    settle_sizes,
 )
 from skillgrad.session.paths import check_out_folder, check_run_folder
 from skillgrad.session.resume import (
+    adopt_sizes,
     check_credentials,
     check_objects,
     check_part,
@@ -79,7 +82,7 @@ def disk_error(exc: OSError) -> str:
 
 
 def train_splits(cfg: Config) -> tuple[Split, ...]:
-    return ("train", "val", "test") if cfg.benchmark.test_size > 0 else ("train", "val")
+    return ("train", "val", "test") if cfg.benchmark.test_size else ("train", "val")
 
 
 def print_estimate(cfg: Config) -> int:
@@ -174,6 +177,7 @@ def train(
         if out is None:
             raise UserError("resume needs the run folder to continue: pass out= (--resume OUT)")
         check_run_folder("out", out)
+        adopt_sizes(out, cfg)
         check_same_config(out, cfg)
         check_objects(out, custom.labels, notify)  # what the config cannot name, by label
         if (done := finished_summary(out)) is not None:
@@ -196,9 +200,10 @@ def train(
     if tags:  # the rule of every description an analyst proposes, so the router never sees one
         source = "skill" if skill is not None else cfg.skill.init
         notify(f"{source}: warning: {tags_removed(tags)}; the run trains the description without them")
-    if benchmark is None:
-        benchmark = checked_benchmark(cfg, train_splits(cfg)) if needs_tasks(cfg) else None
-    else:
+    if benchmark is None and needs_tasks(cfg):
+        benchmark = load_benchmark(cfg)
+    sizes_note = settle_sizes(cfg, benchmark)  # no sizes given: they adapt to the data
+    if benchmark is not None:
         check_splits(benchmark, cfg, train_splits(cfg))
     plan = checked_activation(cfg, benchmark)  # optimizer.target description | both: the triggers
     if resume and out is not None:
@@ -206,8 +211,9 @@ def train(
     out = out or default_out(cfg, "train")
     with open_executor(cfg) as executor:  # may refuse (no cluster): before anything is written
         summary = _train(
-            cfg, out, text, benchmark, plan, executor, observers, custom, resume=resume, use_cache=use_cache
-        )
+            cfg, out, text, benchmark, plan, executor, observers, custom,
+            resume=resume, use_cache=use_cache, note=sizes_note,
+        )  # fmt: skip
         return summary, out
 
 
@@ -223,7 +229,9 @@ def _train(
     *,
     resume: bool,
     use_cache: bool,
+    note: str | None = None,
 ) -> dict[str, Any]:
+    """The run itself, `note` (the split sizes chosen) its first event."""
     redactor = redactor_for(cfg)
     journal = PaidJournal(out / RunFiles.PAID)
     ledger = Ledger(cfg.budget, journal)  # the roles' retries are reserved through it (their meter)
@@ -242,6 +250,8 @@ def _train(
         custom=custom,
     )
     session = open_session(cfg, out, redactor, observers, resume=resume, journal=journal, ledger=ledger)
+    if note is not None:
+        session.events.emit("message", text=note)
     try:
         with kept_in(out, TrainingFailed), RunLock(out / RunFiles.LOCK):
             state = None
@@ -282,13 +292,23 @@ def evaluate(
     if out is not None:
         check_out_folder("out", out)
     if benchmark is None:
-        benchmark = checked_benchmark(cfg, (split,))
-    else:
-        check_splits(benchmark, cfg, (split,))
+        benchmark = load_benchmark(cfg)
+    sizes_note = settle_sizes(cfg, benchmark)  # the same splits as a training run's on that data
+    check_splits(benchmark, cfg, (split,))
     out = fresh_out(out, notify) if out is not None else default_out(cfg, "eval")
     with open_executor(cfg) as executor:
         report, rollouts = _evaluate(
-            cfg, skill, skill_label, split, benchmark, out, executor, observers, use_cache, custom
+            cfg,
+            skill,
+            skill_label,
+            split,
+            benchmark,
+            out,
+            executor,
+            observers,
+            use_cache,
+            custom,
+            sizes_note,
         )
         return report, rollouts, out
 
@@ -304,6 +324,7 @@ def _evaluate(
     observers: Sequence[Observer],
     use_cache: bool,
     custom: Custom | None,
+    note: str | None = None,
 ) -> tuple[dict[str, Any], list[Rollout]]:
     redactor = redactor_for(cfg)
     judged = isinstance(benchmark, JudgedBenchmark)
@@ -313,6 +334,8 @@ def _evaluate(
         cfg, cache, redactor, optimizer=False, judge=judged, meter=ledger, executor=executor, custom=custom
     )
     session = open_session(cfg, out, redactor, observers, ledger=ledger)
+    if note is not None:
+        session.events.emit("message", text=note)
     try:
         with kept_in(out, EvaluationFailed), RunLock(out / RunFiles.LOCK):
             session.run.write_config(cfg.portable().to_json())

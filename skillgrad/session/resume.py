@@ -78,6 +78,19 @@ def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def adopt_sizes(out: Path, cfg: Config) -> None:
+    """A resume that gives no split size keeps the run's own (settled from its data when it began,
+    and recorded in its config.json), so the same data is split the same way."""
+    b = cfg.benchmark
+    if any(size is not None for size in (b.train_size, b.val_size, b.test_size)):
+        return
+    stored = _stored(out).get("benchmark")
+    if isinstance(stored, dict):
+        sizes = [stored.get(key) for key in ("train_size", "val_size", "test_size")]
+        if all(isinstance(size, int) for size in sizes):
+            b.train_size, b.val_size, b.test_size = sizes
+
+
 def check_same_config(out: Path, cfg: Config) -> None:
     """Refuse to resume with a config that would make a different run."""
     stored = _flatten(_stored(out))

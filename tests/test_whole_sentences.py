@@ -1,0 +1,114 @@
+"""Issue 41, item 5: a skill is never cut mid-word by the local backend's length bound. A string
+the bound closed ends at its last whole sentence or line; an edit's rule with none is refused
+(its edit dropped); a rationale is cut after a whole word. Against the analyst's real reply
+schema, and against the real packaged model decoding under a tight bound."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import jsonschema
+import pytest
+
+from skillgrad.backends import local
+from skillgrad.backends.local_models import pull_default_model
+from skillgrad.backends.registry import make_chat
+from skillgrad.backends.sentences import whole_sentences
+from skillgrad.config import load_config
+from skillgrad.loop.reflect import parse_patch, patch_schema
+from skillgrad.skill import SkillDoc
+from skillgrad.values import Message
+
+pytestmark = pytest.mark.timeout(180, method="thread")
+SENTENCE_END = re.compile(r"[.!?][\"')\]*_`]*$")
+SKILL = "# House facts\n- The support address is help@quokka.dev.\n"
+
+
+def _reply(bounded: dict[str, Any], *edits: dict[str, str]) -> dict[str, Any]:
+    text = json.dumps({"edits": list(edits)})
+    out = json.loads(whole_sentences(text, bounded))
+    jsonschema.validate(out, patch_schema(SKILL, 3))  # still valid against the caller's own schema
+    return out
+
+
+def _bounded(chars: int) -> dict[str, Any]:
+    """The analyst's reply schema with every free string bounded at `chars`, as the local backend
+    decodes it."""
+    return local._bound(patch_schema(SKILL, 3), chars)
+
+
+def test_a_rule_the_bound_cut_ends_at_its_last_sentence() -> None:
+    bounded = _bounded(60)
+    rule = "Always name the staging host. The reply includes a place-b"
+    rationale = "task 3 asked for the staging host and the answer never named it at"
+    assert len(rule) >= 58 and len(rationale) > 60
+    rule, rationale = rule.ljust(60, "x")[:60], rationale[:60]  # what the grammar closed at the bound
+    out = _reply(bounded, {"op": "add", "target": "end", "content": rule, "rationale": rationale})
+    edit = out["edits"][0]
+    assert edit["content"] == "Always name the staging host."
+    assert edit["rationale"] == "task 3 asked for the staging host and the answer never"  # whole words
+    # what the model ended itself (shorter than the bound) is left as it is, mid-sentence or not
+    short = {"op": "add", "target": "end", "content": "Name the host", "rationale": "r"}
+    assert _reply(bounded, short)["edits"] == [short]
+
+
+def test_a_rule_with_no_whole_sentence_is_refused_and_a_line_break_ends_one() -> None:
+    bounded = _bounded(40)
+    cut = "The support address for customers is hel"[:40]
+    lines = "Name the on-call channel\n- and the staging ho"[:40]
+    kept = {"op": "replace", "target": "- The support address is help@quokka.dev.", "content": "x" * 10}
+    out = _reply(
+        bounded,
+        {"op": "add", "target": "end", "content": cut, "rationale": "a"},
+        {"op": "add", "target": "end", "content": lines, "rationale": "b"},
+        {**kept, "rationale": "c"},
+    )
+    assert [e["content"] for e in out["edits"]] == ["Name the on-call channel", "x" * 10]
+    # the edits left apply, and the skill never holds the cut words
+    doc, outcomes = SkillDoc(SKILL).apply(parse_patch(out, 1, 1, 3).edits)
+    assert [o.status for o in outcomes] == ["applied", "applied"] and "hel\n" not in doc.text
+
+
+def test_enumerated_strings_and_non_json_replies_are_left_alone() -> None:
+    bounded = _bounded(10)
+    target = "- The support address is help@quokka.dev."  # longer than the bound: an enum, never cut
+    edit = {"op": "replace", "target": target, "content": "Say it.", "rationale": "r"}
+    assert _reply(bounded, edit)["edits"] == [edit]
+    assert whole_sentences("not json", bounded) == "not json"
+    assert whole_sentences("[1, 2]", bounded) == "[1, 2]"
+
+
+def test_the_packaged_model_under_a_tight_bound_writes_no_word_cut_in_half() -> None:
+    """The real model, its analyst reply bounded to 75 characters a string: the raw decoding
+    (the same request to the runtime) stops mid-word at the bound; what the backend returns has
+    that edit cut at a sentence end, or no such edit."""
+    pull_default_model()
+    cfg = load_config(None, ["model.backend=local", "model.local_ctx=2048", "model.max_output_tokens=96"])
+    chat = make_chat(cfg, "optimizer")
+    assert isinstance(chat, local.LocalChat)
+    schema = patch_schema(SKILL, 1)
+    bounded = local.bounded_schema(schema, chat.max_tokens)
+    bound = bounded["properties"]["edits"]["items"]["anyOf"][0]["properties"]["content"]["maxLength"]
+    ask = (
+        "The agent answered 'ask support' but the expected answer named help@quokka.dev and the "
+        "staging host stage7.quokka.dev. Propose one long rule for the skill, at least three sentences."
+    )
+    request = {
+        "messages": [{"role": "user", "content": ask}],
+        "max_tokens": chat.max_tokens,
+        "temperature": 0.0,
+        "json_schema": bounded,
+        "repeat_penalty": local._REPEAT_PENALTY,
+    }
+    decoded, _, _ = chat.runtime.chat(request)
+    raw = [e["content"] for e in json.loads(decoded)["edits"]]
+    assert raw and len(raw[0]) == bound and not SENTENCE_END.search(raw[0]), raw  # the bound cut it
+
+    reply = chat.complete([Message("user", ask)], schema=schema, stage="reflect")
+    assert reply.data is not None
+    jsonschema.validate(reply.data, schema)
+    returned = [e["content"] for e in reply.data["edits"]]
+    assert all(raw[0].startswith(c) and SENTENCE_END.search(c) for c in returned), (raw, returned)
+    assert not returned or returned[0] != raw[0]

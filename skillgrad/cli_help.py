@@ -16,11 +16,11 @@ run folder (--out), which a Ctrl-C or a crash leaves resumable. The closing line
 before and after, the best skill and the report command.""",
     "epilog": """\
 examples:
-  skillgrad train --config configs/quickstart.yaml --out runs/quickstart   # offline: the packaged model
-  skillgrad train --config configs/quickstart.yaml --estimate   # calls, tokens, dollars, minutes: free
+  skillgrad train --config configs/quickstart.yaml --out runs/quickstart   # offline, the packaged model
+  skillgrad train --config configs/quickstart.yaml --estimate              # its cost; spends nothing
   skillgrad train --config configs/qa.yaml --backend openai_chat --data my_items.jsonl
   skillgrad train --config configs/qa.yaml --set train.epochs=1 --set budget.max_usd=2
-  skillgrad train --resume runs/quickstart                                  # continue where it stopped
+  skillgrad train --resume runs/quickstart                                 # continue where it stopped
 
 An --out that holds a run is kept: the new run writes to OUT-2 (it says so). budget.max_usd refuses
 a run whose estimate costs more, before it starts. Every config key: docs/reference/configuration.md.""",

@@ -181,8 +181,9 @@ def over_budget(cfg: Config, parts: dict[str, dict[str, Any]]) -> str | None:
     usd = projected_usd(parts)
     if cap is None or usd is None or usd <= cap or not cfg.budget.refuse_over_estimate:
         return None
+    shown = f"${usd:.2f}" if usd >= 0.01 else f"${usd:.4f}"
     return (
-        f"budget.max_usd={cap:g}: the run is projected to cost ${usd:.2f} (skillgrad train --estimate "
+        f"budget.max_usd={cap:g}: the run is projected to cost {shown} (skillgrad train --estimate "
         "shows how); raise budget.max_usd, make the run smaller (train.epochs, benchmark.train_size, "
         "benchmark.val_size), or set budget.refuse_over_estimate=false to start it anyway and let the "
         "cap stop it"

@@ -1,5 +1,5 @@
 """A bounded string never ends mid-word: what a constrained decoder's length bound cut is cut back
-to its last whole sentence or line, or the edit it belongs to is refused.
+to its last whole sentence or line, else its last whole word, or the edit it belongs to is refused.
 
 The local backend decodes against a copy of the caller's schema whose free strings have a
 `maxLength` (`local.bounded_schema`), so that every reply closes within its token budget. A
@@ -8,9 +8,9 @@ the bound fell ("... includes a place-b"). `whole_sentences` walks the reply bes
 schema and, for each such string:
 
 - keeps it up to its last sentence end (`.`, `!`, `?`) or line break, when that is left;
+- else up to its last whole word (a rule cut mid-sentence still says what it says, whole);
 - else, when the string is required text (`minLength` of 1 or more: an edit's rule) inside an
-  array item (one edit), drops the item: a rule cut mid-sentence is no rule;
-- else cuts it after its last whole word (a rationale, a top-level field).
+  array item (one edit), drops the item: one unbroken word cut in two is no rule.
 
 The reply is then validated against the caller's own schema as every reply is.
 """
@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 _END = re.compile(r"[.!?][\"')\]*_`]*(?=\s|$)|\n")
-_DROP = object()  # a required string left without a whole sentence: its array item goes
+_DROP = object()  # a required string left without a whole word: its array item goes
 
 
 def _matches(value: Any, schema: dict[str, Any]) -> bool:
@@ -44,7 +44,7 @@ def _word_cut(text: str) -> str:
     if len(head) < len(text):  # the bound fell on a space: every word is whole
         return head
     space = max(head.rfind(" "), head.rfind("\n"))
-    return head[:space].rstrip() if space > 0 else head
+    return head[:space].rstrip() if space > 0 else ""
 
 
 def _string(value: str, schema: dict[str, Any], in_item: bool) -> Any:
@@ -52,13 +52,13 @@ def _string(value: str, schema: dict[str, Any], in_item: bool) -> Any:
     free = not any(k in schema for k in ("enum", "const", "pattern", "format"))
     if not free or not isinstance(bound, int) or bound <= 0 or len(value) < bound:
         return value
-    least = int(schema.get("minLength", 0))
-    if len(cut := _sentence_cut(value)) >= max(1, least):
-        return cut
-    if least >= 1 and in_item:
-        return _DROP
-    cut = _word_cut(value)
-    return cut if len(cut) >= least else value
+    required = int(schema.get("minLength", 0))
+    for cut in (_sentence_cut(value), _word_cut(value)):
+        if len(cut) >= max(1, required):
+            return cut
+    if not required:
+        return ""  # optional text (a rationale) with no whole word left
+    return _DROP if in_item else value
 
 
 def _walk(value: Any, schema: Any, in_item: bool) -> Any:

@@ -29,14 +29,14 @@ SKILL = "# House facts\n- The support address is help@quokka.dev.\n"
 def _reply(bounded: dict[str, Any], *edits: dict[str, str]) -> dict[str, Any]:
     text = json.dumps({"edits": list(edits)})
     out = json.loads(whole_sentences(text, bounded))
-    jsonschema.validate(out, patch_schema(SKILL, 3))  # still valid against the caller's own schema
+    jsonschema.validate(out, patch_schema(SKILL, 4))  # still valid against the caller's own schema
     return out
 
 
 def _bounded(chars: int) -> dict[str, Any]:
     """The analyst's reply schema with every free string bounded at `chars`, as the local backend
     decodes it."""
-    return local._bound(patch_schema(SKILL, 3), chars)
+    return local._bound(patch_schema(SKILL, 5), chars)
 
 
 def test_a_rule_the_bound_cut_ends_at_its_last_sentence() -> None:
@@ -59,22 +59,25 @@ def test_a_rule_with_no_whole_sentence_ends_at_a_word_and_one_cut_word_is_refuse
     cut = "The support address for customers is help@quokka.dev"[:40]
     lines = "Name the on-call channel\n- and the staging host"[:40]
     url = "https://quokka.dev/wiki/house-facts/support-address"[:40]  # one word: nothing whole is left
+    comma = "The staging server is used to build all,"  # 40 chars: its last word ends at the bound
     kept = {"op": "replace", "target": "- The support address is help@quokka.dev.", "content": "x" * 10}
     out = _reply(
         bounded,
         {"op": "add", "target": "end", "content": cut, "rationale": "a"},
         {"op": "add", "target": "end", "content": lines, "rationale": "b"},
         {"op": "add", "target": "end", "content": url, "rationale": "c"},
+        {"op": "add", "target": "end", "content": comma, "rationale": "e"},
         {**kept, "rationale": "d"},
     )
     assert [e["content"] for e in out["edits"]] == [
         "The support address for customers is",
         "Name the on-call channel",
+        comma,
         "x" * 10,
     ]
     # the edits left apply, and the skill never holds a word cut in two
-    doc, outcomes = SkillDoc(SKILL).apply(parse_patch(out, 1, 1, 3).edits)
-    assert [o.status for o in outcomes] == ["applied"] * 3
+    doc, outcomes = SkillDoc(SKILL).apply(parse_patch(out, 1, 1, 4).edits)
+    assert [o.status for o in outcomes] == ["applied"] * 4
     assert "is hel" not in doc.text and "https://" not in doc.text
 
 

@@ -136,6 +136,9 @@ class Estimate:
     def __str__(self) -> str:
         return self.summary()
 
+    def __repr__(self) -> str:  # a notebook shows the summary, not the nested projection
+        return self.summary()
+
     def _part_lines(self, name: str, part: Mapping[str, Any]) -> list[str]:
         tasks = part["measured"]["tasks"]
         what = "the description, on trigger queries" if name == "description" else "the skill"

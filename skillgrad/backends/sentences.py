@@ -8,7 +8,8 @@ the bound fell ("... includes a place-b"). `whole_sentences` walks the reply bes
 schema and, for each such string:
 
 - keeps it up to its last sentence end (`.`, `!`, `?`) or line break, when that is left;
-- else up to its last whole word (a rule cut mid-sentence still says what it says, whole);
+- else up to its last whole word, one a space or a closing mark (`,`, `;`, `:`, a bracket or
+  a quote) ends (a rule cut mid-sentence still says what it says, in whole words);
 - else, when the string is required text (`minLength` of 1 or more: an edit's rule) inside an
   array item (one edit), drops the item: one unbroken word cut in two is no rule.
 
@@ -22,6 +23,7 @@ import re
 from typing import Any
 
 _END = re.compile(r"[.!?][\"')\]*_`]*(?=\s|$)|\n")
+_CLOSERS = tuple(",;:)]}\"'`")  # a word ending in one of these is whole
 _DROP = object()  # a required string left without a whole word: its array item goes
 
 
@@ -41,7 +43,7 @@ def _sentence_cut(text: str) -> str:
 
 def _word_cut(text: str) -> str:
     head = text.rstrip()
-    if len(head) < len(text):  # the bound fell on a space: every word is whole
+    if len(head) < len(text) or head.endswith(_CLOSERS):  # the bound fell after a whole word
         return head
     space = max(head.rfind(" "), head.rfind("\n"))
     return head[:space].rstrip() if space > 0 else ""

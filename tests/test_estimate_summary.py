@@ -78,6 +78,8 @@ def test_the_quickstart_estimate_is_a_summary_and_its_json_the_projection() -> N
     assert target["minutes"] == pytest.approx(expected, abs=0.01)
     assert target["speed"]["one_call_at_a_time"] is True and float(rows["target"][-1]) == round(expected, 1)
 
+    page = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    assert f"```text\n{est.summary()}\n```" in page  # the page shows what the command prints
     shown = cli("train", "--config", str(QUICKSTART), "--estimate")
     assert shown.returncode == 0 and shown.stdout.rstrip("\n") == est.summary(), shown.stderr
     full = cli("train", "--config", str(QUICKSTART), "--estimate", "--json")

@@ -90,14 +90,30 @@ def test_enumerated_strings_and_non_json_replies_are_left_alone() -> None:
     assert whole_sentences("[1, 2]", bounded) == "[1, 2]"
 
 
+class Recording:
+    """The real runtime, each decoded reply kept as it came from the model."""
+
+    def __init__(self, runtime: Any) -> None:
+        self.runtime, self.decoded = runtime, []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.runtime, name)
+
+    def chat(self, request: dict[str, Any]) -> Any:
+        text, usage, stats = self.runtime.chat(request)
+        self.decoded.append(text)
+        return text, usage, stats
+
+
 def test_the_packaged_model_under_a_tight_bound_writes_no_word_cut_in_half() -> None:
-    """The real model, its analyst reply bounded to 75 characters a string: the raw decoding
-    (the same request to the runtime) stops mid-word at the bound; what the backend returns has
-    that edit cut at a sentence end, or no such edit."""
+    """The real model, its analyst reply bounded to 75 characters a string: what it decoded stops
+    mid-word at the bound; what the backend returns ends that rule at a whole word."""
     pull_default_model()
     cfg = load_config(None, ["model.backend=local", "model.local_ctx=2048", "model.max_output_tokens=96"])
     chat = make_chat(cfg, "optimizer")
     assert isinstance(chat, local.LocalChat)
+    recording = Recording(chat.runtime)
+    chat.runtime = recording  # type: ignore[assignment]
     schema = patch_schema(SKILL, 1)
     bounded = local.bounded_schema(schema, chat.max_tokens)
     bound = bounded["properties"]["edits"]["items"]["anyOf"][0]["properties"]["content"]["maxLength"]
@@ -105,24 +121,14 @@ def test_the_packaged_model_under_a_tight_bound_writes_no_word_cut_in_half() -> 
         "The agent answered 'ask support' but the expected answer named help@quokka.dev and the "
         "staging host stage7.quokka.dev. Propose one long rule for the skill, at least three sentences."
     )
-    request = {
-        "messages": [{"role": "user", "content": ask}],
-        "max_tokens": chat.max_tokens,
-        "temperature": 0.0,
-        "json_schema": bounded,
-        "repeat_penalty": local._REPEAT_PENALTY,
-    }
-    decoded, _, _ = chat.runtime.chat(request)
-    raw = [e["content"] for e in json.loads(decoded)["edits"]]
-    assert raw and len(raw[0]) == bound and not SENTENCE_END.search(raw[0]), raw  # the bound cut it
-
     reply = chat.complete([Message("user", ask)], schema=schema, stage="reflect")
-    assert reply.data is not None
+    assert reply.data is not None and len(recording.decoded) == 1
     jsonschema.validate(reply.data, schema)
+    raw = [e["content"] for e in json.loads(recording.decoded[0])["edits"]]
     returned = [e["content"] for e in reply.data["edits"]]
+    assert raw and len(raw[0]) == bound and not SENTENCE_END.search(raw[0]), raw  # the bound cut it
+    assert not raw[0].endswith((" ", ",", ".")), raw  # ... inside a word
     assert len(returned) == len(raw) and returned[0] != raw[0], (raw, returned)
-    # what came back is the raw rule up to a sentence end or a whole word: the next raw character
-    # is a space (or the rule ends a sentence)
+    # what came back is the decoded rule up to a whole word: the next decoded character is a space
     assert raw[0].startswith(returned[0]) and returned[0].strip()
-    rest = raw[0][len(returned[0]) :]
-    assert SENTENCE_END.search(returned[0]) or rest[:1].isspace(), (raw, returned)
+    assert raw[0][len(returned[0]) :][:1].isspace(), (raw, returned)

@@ -134,7 +134,7 @@ def train_seed(config: Path, seed: int, out: Path, overrides: list[str]) -> dict
 def estimate_ratio(config: Path, seed: int, overrides: list[str], summary: dict[str, Any]) -> dict[str, Any]:
     """`--estimate` of the same run over what it really made (calls, tokens)."""
     sets = [a for o in [NO_CACHE, *overrides, f"benchmark.seed={seed}"] for a in ("--set", o)]
-    _, proc = timed(["skillgrad", "train", "--config", str(config), "--estimate", *sets])
+    _, proc = timed(["skillgrad", "train", "--config", str(config), "--estimate", "--json", *sets])
     est = json.loads(proc.stdout)["total"]
     real = summary["usage"]["total"]
     real_tokens = real["input_tokens"] + real["output_tokens"]

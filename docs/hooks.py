@@ -21,7 +21,8 @@ def command_help() -> str:
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     out: list[str] = []
     for name, sub in subparsers.choices.items():
-        sub.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100)
+        kind = sub.formatter_class  # a command's own (train's and eval's keep their examples' lines)
+        sub.formatter_class = lambda prog, kind=kind: kind(prog, width=100)  # type: ignore[misc]
         out += [f"### `skillgrad {name}`", "", "```text", sub.format_help().rstrip(), "```", ""]
     return "\n".join(out)
 

@@ -1,8 +1,8 @@
 """skillgrad: train an agent's SKILL.md from scored runs.
 
-The public API (docs/api.md): `train` and `evaluate`, their results, the values a benchmark or a
-scorer exchanges, the strategies a caller may hand in as objects, progress events and the errors
-they raise. Names load on first use, so
+The public API (docs/api.md): `train`, `evaluate` and `estimate`, their results, the values a
+benchmark or a scorer exchanges, the strategies a caller may hand in as objects, progress events
+and the errors they raise. Names load on first use, so
 `import skillgrad` (and the CLI's start) stays light.
 """
 
@@ -17,6 +17,9 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "train": "skillgrad.api.run",
     "evaluate": "skillgrad.api.run",
+    "estimate": "skillgrad.api.estimate",
+    "Estimate": "skillgrad.api.estimate",
+    "RoleEstimate": "skillgrad.api.estimate",
     "TrainResult": "skillgrad.api.results",
     "EvalResult": "skillgrad.api.results",
     "TaskResult": "skillgrad.api.results",
@@ -56,6 +59,9 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
+    from skillgrad.api.estimate import Estimate as Estimate
+    from skillgrad.api.estimate import RoleEstimate as RoleEstimate
+    from skillgrad.api.estimate import estimate as estimate
     from skillgrad.api.events import Event as Event
     from skillgrad.api.events import EventKind as EventKind
     from skillgrad.api.events import progress_printer as progress_printer

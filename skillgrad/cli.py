@@ -12,8 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from skillgrad import __version__
+from skillgrad import __version__, cli_help
 from skillgrad.backend_specs import backend_names
+from skillgrad.cli_help import parser_kwargs
 from skillgrad.config import Config, load_config
 from skillgrad.errors import UserError, print_warning
 from skillgrad.session.paths import check_input, check_out_file, check_out_folder, check_run_folder
@@ -128,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"skillgrad {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    train = sub.add_parser("train", help="train a skill against a benchmark")
+    train = sub.add_parser("train", help="train a skill against a benchmark", **parser_kwargs(cli_help.TRAIN))
     _role_flags(train)
     _benchmark_flags(train)
     _executor_flag(train)
@@ -137,11 +138,12 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--estimate",
         action="store_true",
-        help="print the projected calls and tokens of the configured run, spend nothing",
+        help="print the projected calls, tokens, dollars and minutes of the configured run, spend nothing",
     )
+    train.add_argument("--json", action="store_true", help="with --estimate: the full projection as JSON")
     train.add_argument("--no-cache", action="store_true", help="do not answer calls from the call cache")
 
-    ev = sub.add_parser("eval", help="score one skill on a split")
+    ev = sub.add_parser("eval", help="score one skill on a split", **parser_kwargs(cli_help.EVAL))
     _role_flags(ev)
     _benchmark_flags(ev)
     _executor_flag(ev)
@@ -152,7 +154,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--out", help="output folder (default: runs/<time>-eval-<benchmark>)")
     ev.add_argument("--no-cache", action="store_true", help="do not answer calls from the call cache")
 
-    cfg = sub.add_parser("config", help="print the resolved config as JSON (secrets redacted)")
+    cfg = sub.add_parser(
+        "config", help="print the resolved config as JSON (secrets redacted), each role's model on stderr"
+    )
     _role_flags(cfg)
     _benchmark_flags(cfg)
 
@@ -188,18 +192,23 @@ def _load(args: argparse.Namespace) -> Config:
 def cmd_config(args: argparse.Namespace) -> int:
     from skillgrad.benchmarks.registry import check_benchmark_name
     from skillgrad.session.build import redactor_for
+    from skillgrad.session.costing import models_lines
 
     cfg = _load(args)
     check_benchmark_name(cfg.benchmark.name)  # as `train` would refuse it
     print(json.dumps(redactor_for(cfg).redact_json(cfg.to_json()), indent=2, ensure_ascii=False))
+    sys.stdout.flush()  # the JSON first, then what it leaves null: the model each role resolves to
+    for line in models_lines(cfg):
+        print(f"skillgrad: {line}", file=sys.stderr)
     return 0
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from skillgrad.cli_train import train_command
-    from skillgrad.session.commands import print_estimate
+    from skillgrad.cli_train import estimate_command, train_command
     from skillgrad.session.resume import stored_config
 
+    if args.json and not args.estimate:
+        raise UserError("--json goes with --estimate: skillgrad train --estimate --json")
     if args.resume and args.out and Path(args.out) != Path(args.resume):
         raise UserError(f"--out {args.out} and --resume {args.resume} differ; pass only --resume OUT")
     if args.resume:
@@ -211,7 +220,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         cfg = _load(args)
     if args.estimate:
-        return print_estimate(cfg)
+        return estimate_command(cfg, as_json=args.json)
     out = Path(args.resume or args.out) if (args.resume or args.out) else None
     return train_command(cfg, out, resume=bool(args.resume), use_cache=not args.no_cache)
 

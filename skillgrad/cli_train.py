@@ -5,10 +5,12 @@ stderr with its exit code (2: a refused key or quota; 1: the run failed; 130: Ct
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from skillgrad.api.estimate import Estimate
 from skillgrad.api.run import evaluate, train
 from skillgrad.backend_specs import spec_for
 from skillgrad.config import Config
@@ -16,6 +18,7 @@ from skillgrad.errors import BudgetExceeded, EvaluationFailed, FatalBackendError
 from skillgrad.observe.formatting import shown_path
 from skillgrad.observe.progress import terminal_observer
 from skillgrad.run_folder import RunDir
+from skillgrad.session.commands import project
 from skillgrad.values import Split
 
 
@@ -56,6 +59,13 @@ def closing_note(cfg: Config, summary: dict[str, Any]) -> str:
             "from it (facts, rarely format rules): train real skills with a real model (README)"
         )
     return note
+
+
+def estimate_command(cfg: Config, *, as_json: bool) -> int:
+    """`--estimate`: the summary (calls, tokens, dollars, minutes per role); `--json`: all of it."""
+    estimate = Estimate.of(cfg, project(cfg, None, None))
+    print(json.dumps(estimate.as_dict(), indent=2) if as_json else estimate.summary())
+    return 0
 
 
 def train_command(cfg: Config, out: Path | None, *, resume: bool, use_cache: bool) -> int:

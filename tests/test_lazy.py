@@ -98,3 +98,39 @@ def test_rich_loads_only_for_a_terminal() -> None:
     assert "rich" not in imported_after(code)
     terminal = code.replace("io.StringIO())", "io.StringIO(), force_tty=True)[0].live.stop()")
     assert "rich" in imported_after(terminal)
+
+
+def test_a_missing_dependency_names_the_extra_that_installs_it(tmp_path: Path) -> None:
+    """Issue 41, item 5: the openai extra's httpx2 missing (a block in the import system, as an
+    uninstalled package behaves): `skillgrad backends` and a run name the extra and its pip line,
+    the missing package only after them; the run is one line and exit code 2; the estimate,
+    which needs no SDK, still prices the backend's default model."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['httpx2'] = None  # `import httpx2` raises ImportError(name='httpx2')\n",
+        encoding="utf-8",
+    )
+    env = {"PYTHONPATH": f"{tmp_path}:{Path(__file__).resolve().parents[1]}", "PATH": "/usr/bin:/bin"}
+    repo = Path(__file__).resolve().parents[1]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "skillgrad.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+
+    listing = cli("backends").stdout
+    line = next(x for x in listing.splitlines() if x.startswith("openai_chat"))
+    assert "not usable: it needs the openai extra: pip install 'skillgrad[openai]' (missing: httpx2)" in line
+    quick = str(repo / "configs" / "quickstart.yaml")
+    run = cli("train", "--config", quick, "--backend", "openai_chat", "--out", str(tmp_path / "run"))
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert run.stderr.startswith(
+        "skillgrad: error: backend 'openai_chat' (optimizer role) is not usable here: "
+    )
+    assert "it needs the openai extra: pip install 'skillgrad[openai]' (missing: httpx2)" in run.stderr
+    estimate = cli("train", "--config", quick, "--backend", "openai_chat", "--estimate")
+    assert estimate.returncode == 0, estimate.stderr
+    assert "gpt-4o-mini $0.15 / $0.6" in estimate.stdout

@@ -82,7 +82,7 @@ def test_the_readme_first_command_learns_on_the_packaged_model(tmp_path: Path) -
     questions = [json.loads(p.read_text())["question"] for p in out.glob("steps/*/rollouts/*/*/task.json")]
     assert questions and not any(q in skill for q in questions)
 
-    estimate = _skillgrad(tmp_path, *args, "--estimate", home=home)
+    estimate = _skillgrad(tmp_path, *args, "--estimate", "--json", home=home)
     assert estimate.returncode == 0, estimate.stderr
     projected = json.loads(estimate.stdout)["total"]
     paid, saved = summary["usage"]["total"], summary["usage"]["saved"]  # saved: a call this run repeated

@@ -197,7 +197,7 @@ def test_estimate_spends_nothing(tmp_path: Path) -> None:
     world = World()
     with ScriptedOpenAI(world) as server:
         cfg = config(tmp_path, server, "a")
-        proc = skillgrad("train", "--config", str(cfg), "--estimate")
+        proc = skillgrad("train", "--config", str(cfg), "--estimate", "--json")
         assert not server.requests
     assert proc.returncode == 0, proc.stderr
     projection = json.loads(proc.stdout)

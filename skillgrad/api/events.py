@@ -82,8 +82,11 @@ def as_observers(observers: Sequence[ObserverLike]) -> list[Observer]:
 
 def announce(observers: Sequence[Observer], text: str) -> None:
     """A note before a run has its events (a numbered run folder, a finished run), as a
-    `message` event to the caller's observers."""
+    `message` event to the caller's observers; with none, one line on stderr, so a caller who
+    watches nothing still learns that the run went to another folder."""
     Events(list(observers)).emit("message", text=text)
+    if not observers:
+        print(f"skillgrad: {text}", file=sys.stderr)
 
 
 def progress_printer(stream: TextIO | None = None) -> Observer:

@@ -100,6 +100,24 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def _pair(before: float | None, after: float | None) -> str:
+    shown = [("?" if v is None else f"{v:.3f}") for v in (before, after)]
+    gain = f" ({after - before:+.3f})" if before is not None and after is not None else ""
+    return f"{shown[0]} -> {shown[1]}{gain}"
+
+
+def _spent(usage: Spending) -> str:
+    """'paid: N calls, T tokens, $X' and what the cache answered."""
+    total = usage.total
+    cost = total.cost_usd
+    if cost is None:
+        dollars = f"${total.known_usd:.4f} known, {total.unknown_cost_calls} call(s) unpriced"
+    else:
+        dollars = f"${cost:.4f}"
+    saved = f"; {usage.saved.calls} answered by the call cache" if usage.saved.calls else ""
+    return f"paid: {total.calls} calls, {total.total_tokens} tokens, {dollars}{saved}"
+
+
 def _score(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -141,6 +159,22 @@ class TrainResult:
         if self.best_test is None or self.baseline_test is None:
             return None
         return self.best_test - self.baseline_test
+
+    def __repr__(self) -> str:
+        """A few lines: the scores, the steps, what was spent, the run folder (the fields hold the
+        rest: `summary` is summary.json, `best_skill` the skill)."""
+        test = f", test {_pair(self.baseline_test, self.best_test)}" if self.best_test is not None else ""
+        reason = f" ({self.stop_reason})" if self.stop_reason and self.stopped != "completed" else ""
+        return "\n".join(
+            [
+                f"TrainResult: val {_pair(self.baseline_val, self.best_val)}{test}",
+                f"  {self.steps} step(s): {self.accepted} accepted, {self.rejected} rejected, "
+                f"{self.skipped} skipped; stopped: {self.stopped}{reason}",
+                f"  {_spent(self.usage)}; {self.wall_s:.1f} s",
+                f"  best skill: {self.best_version}, {len(self.best_skill.text)} chars",
+                f"  run folder: {self.run_dir}",
+            ]
+        )
 
     @classmethod
     def from_summary(cls, run_dir: Path, summary: dict[str, Any], best_skill: Skill) -> TrainResult:
@@ -242,6 +276,15 @@ class EvalResult:
     usage: Spending
     wall_s: float
     report: dict[str, Any]
+
+    def __repr__(self) -> str:
+        """Two lines: the score and its tasks, what was spent and the folder (`tasks` holds each)."""
+        errors = f", {self.errors} failed to run" if self.errors else ""
+        return (
+            f"EvalResult: {self.split} mean score {self.mean_score:.3f} over {self.n} tasks "
+            f"({self.passed} passed{errors}), skill {self.skill}\n"
+            f"  {_spent(self.usage)}; {self.wall_s:.1f} s; run folder {self.run_dir}"
+        )
 
     @classmethod
     def from_report(cls, run_dir: Path, report: dict[str, Any], tasks: tuple[TaskResult, ...]) -> EvalResult:

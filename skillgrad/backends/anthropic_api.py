@@ -18,9 +18,9 @@ Layout (LiteLLM "transformation" style): `build_request` and `parse_message` are
 from __future__ import annotations
 
 import json
-import re
 from typing import TYPE_CHECKING, Any
 
+from skillgrad.backends import catalog
 from skillgrad.backends.sdk_chat import RoleSettings, SdkChat, SdkClients, keyed_availability
 from skillgrad.config import Config
 from skillgrad.lazy import lazy_import
@@ -34,52 +34,18 @@ else:
 
 BACKEND = "anthropic_chat"
 KEY_ENV = "ANTHROPIC_API_KEY"
-DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_MODEL = catalog.DEFAULT_MODELS[BACKEND]
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 
-# List prices in USD per 1M tokens (input, output), matched by model-id prefix (dated snapshots
-# and `-latest` aliases included), as the bundled Claude Code CLI 2.1.332 prices them (its
-# `costBasis: "list"` entries). Unknown models get cost_usd=None.
-PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
-    "claude-fable-5-2": (8.00, 40.00),
-    "claude-mythos-5-2": (8.00, 40.00),
-    "claude-fable-5-1": (10.00, 50.00),
-    "claude-mythos-5-1": (10.00, 50.00),
-    "claude-fable-5": (10.00, 50.00),
-    "claude-mythos-5": (10.00, 50.00),
-    "claude-opus-5-5": (4.00, 20.00),
-    "claude-opus-5": (5.00, 25.00),
-    "claude-sonnet-5-5": (2.00, 10.00),
-    "claude-sonnet-5": (2.00, 10.00),
-    "claude-haiku-5-5": (0.50, 0.50),
-    "claude-opus-4-8": (5.00, 25.00),
-    "claude-opus-4-7": (5.00, 25.00),
-    "claude-opus-4-6": (5.00, 25.00),
-    "claude-opus-4-5": (5.00, 25.00),
-    "claude-opus-4-1": (15.00, 75.00),
-    "claude-opus-4": (15.00, 75.00),
-    "claude-sonnet-4-6": (3.00, 15.00),
-    "claude-sonnet-4-5": (3.00, 15.00),
-    "claude-sonnet-4": (3.00, 15.00),
-    "claude-3-7-sonnet": (3.00, 15.00),
-    "claude-3-5-sonnet": (3.00, 15.00),
-    "claude-haiku-4-5": (1.00, 5.00),
-    "claude-3-5-haiku": (0.80, 4.00),
-}
+# List prices in USD per 1M tokens (input, output), matched by model-id prefix: `catalog`.
+# Unknown models get cost_usd=None.
+PRICES_PER_MTOK = catalog.ANTHROPIC_PER_MTOK
+prices_for = catalog.anthropic_per_mtok
 # Cache reads cost a tenth of the input price, cache writes (5 minutes) a quarter more.
 _CACHE_READ, _CACHE_WRITE = 0.1, 1.25
-_SNAPSHOT = re.compile(r"(-\d{8}|-latest)$")
 
 # ---------------------------------------------------------------------------------------------
 # pure request / response mapping
-
-
-def prices_for(model: str) -> tuple[float, float] | None:
-    base = _SNAPSHOT.sub("", model.lower().rsplit("/", 1)[-1])
-    for prefix in sorted(PRICES_PER_MTOK, key=len, reverse=True):  # longest prefix wins
-        if base == prefix or base.startswith(prefix + "-"):
-            return PRICES_PER_MTOK[prefix]
-    return None
 
 
 def price_usd(model: str, usage: dict[str, Any]) -> float | None:

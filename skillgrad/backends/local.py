@@ -38,6 +38,7 @@ from skillgrad.backends.local_models import (
     resolve_model_value,
 )
 from skillgrad.backends.local_process import child_command
+from skillgrad.backends.sentences import whole_sentences
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, UserError
@@ -271,10 +272,13 @@ class LocalChat:
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
         }
-        if schema is not None:
-            request["json_schema"] = bounded_schema(schema, self.max_tokens)
+        bounded = None if schema is None else bounded_schema(schema, self.max_tokens)
+        if bounded is not None:
+            request["json_schema"] = bounded
             request["repeat_penalty"] = _REPEAT_PENALTY
         text, usage, stats = self.runtime.chat(request)
+        if bounded is not None:  # a string the bound closed ends at a whole sentence (or its edit goes)
+            text = whole_sentences(text, bounded)
         with self._lock:
             self._stats = self._stats + stats
         return text, usage

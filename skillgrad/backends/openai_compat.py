@@ -17,6 +17,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+from skillgrad.backends import catalog
 from skillgrad.backends.sdk_chat import RoleSettings, SdkChat, SdkClients, keyed_availability
 from skillgrad.config import Config
 from skillgrad.lazy import lazy_import
@@ -29,26 +30,11 @@ else:
 
 BACKEND = "openai_chat"
 KEY_ENV = "OPENAI_API_KEY"
-DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_MODEL = catalog.DEFAULT_MODELS[BACKEND]
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
-# List prices in USD per 1M tokens (input, output). Unknown models get cost_usd=None.
-PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-5": (1.25, 10.00),
-    "gpt-5-mini": (0.25, 2.00),
-    "gpt-5-nano": (0.05, 0.40),
-    "o1": (15.00, 60.00),
-    "o3": (2.00, 8.00),
-    "o3-mini": (1.10, 4.40),
-    "o4-mini": (1.10, 4.40),
-}
-
-_DATE_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+# List prices in USD per 1M tokens (input, output): `catalog`. Unknown models get cost_usd=None.
+PRICES_PER_MTOK = catalog.OPENAI_PER_MTOK
 _REASONING_MODEL = re.compile(r"^(o\d+|gpt-5)([-.]|$)")
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -64,8 +50,7 @@ def is_reasoning_model(model: str) -> bool:
 
 def price_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:
     """List price of one call for a known OpenAI model (dated snapshots included), else None."""
-    base = _DATE_SUFFIX.sub("", model.lower())
-    prices = PRICES_PER_MTOK.get(base)
+    prices = catalog.openai_per_mtok(model)
     if prices is None:
         return None
     return (input_tokens * prices[0] + output_tokens * prices[1]) / 1_000_000

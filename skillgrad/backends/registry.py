@@ -46,12 +46,21 @@ def load_backend(spec: BackendSpec) -> ChatBackend:
     return module
 
 
+def install_hint(spec: BackendSpec, exc: ImportError) -> str:
+    """What to install for a backend whose module did not import: its extra first (the package
+    named in the ImportError may be any of the extra's dependencies, e.g. httpx2 of `openai`)."""
+    missing = exc.name or str(exc)
+    if not spec.extra:  # its module needs nothing beyond skillgrad's own dependencies
+        return f"skillgrad's dependency {missing} is not installed: pip install --force-reinstall skillgrad"
+    return f"it needs the {spec.extra} extra: pip install 'skillgrad[{spec.extra}]' (missing: {missing})"
+
+
 def availability(cfg: Config, name: str) -> tuple[bool, str]:
     spec = spec_for(name)
     try:
         module = load_backend(spec)
     except ImportError as exc:
-        return False, f"{exc.name or exc} is not installed: pip install 'skillgrad[{spec.extra}]'"
+        return False, install_hint(spec, exc)
     ok, reason = module.availability(cfg)
     return bool(ok), str(reason)
 

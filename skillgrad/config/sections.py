@@ -478,6 +478,9 @@ class BudgetConfig(_Section):
     """Cap on the paid tokens (null: none)."""
     max_calls: int | None = Field(None, gt=0)
     """Cap on the paid calls, exact at any concurrency or cluster size (null: none)."""
+    refuse_over_estimate: bool = True
+    """Refuse a new run whose `--estimate` costs more than `max_usd`, before it starts (false:
+    start it anyway; the cap stops it at a safe point with its best skill so far)."""
 
 
 class CacheConfig(_Section):

@@ -11,7 +11,6 @@ it as `run_dir`; Ctrl-C then becomes `Interrupted(run_dir)` and a failed write o
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -58,6 +57,7 @@ from skillgrad.session.build import (
     redactor_for,
     settle_sizes,
 )
+from skillgrad.session.costing import over_budget, priced
 from skillgrad.session.paths import check_out_folder, check_run_folder
 from skillgrad.session.resume import (
     adopt_sizes,
@@ -85,24 +85,47 @@ def train_splits(cfg: Config) -> tuple[Split, ...]:
     return ("train", "val", "test") if cfg.benchmark.test_size else ("train", "val")
 
 
-def print_estimate(cfg: Config) -> int:
-    """The projection of the body's training; with optimizer.target description or both, of the
-    description's (over the trigger splits, as its trainer reads the config) under its own key."""
+def project(cfg: Config, benchmark: Benchmark | None, skill: str | None) -> dict[str, dict[str, Any]]:
+    """The priced projection of `train(cfg, skill=skill, benchmark=benchmark)` (None: the
+    config's), validated as `train` validates it: the body's (`"body"`) and, with
+    optimizer.target description or both, the description's (`"description"`)."""
+    text = initial_skill(cfg) if skill is None else skill
+    text, _ = without_description_tags(text, cfg.skill.name)
+    if benchmark is None:
+        benchmark = checked_benchmark(cfg, train_splits(cfg)) if needs_tasks(cfg) else None
+    else:
+        check_splits(benchmark, cfg, train_splits(cfg))
+    return projected_parts(cfg, benchmark, text, checked_activation(cfg, benchmark))
+
+
+def projected_parts(
+    cfg: Config, benchmark: Benchmark | None, skill: str, plan: ActivationPlan | None
+) -> dict[str, dict[str, Any]]:
+    """Each part's projection (`session.estimate`) with its dollars and minutes (`costing`)."""
     from skillgrad.session.estimate import estimate
 
-    skill = initial_skill(cfg)
-    benchmark = checked_benchmark(cfg, train_splits(cfg)) if needs_tasks(cfg) else None
-    parts: dict[str, Any] = {}
+    parts: dict[str, dict[str, Any]] = {}
     if benchmark is not None and cfg.optimizer.target != "description":
         splits: dict[str, list[Task]] = {split: benchmark.load(split) for split in train_splits(cfg)}
-        parts["body"] = estimate(cfg, splits, skill)
-    if (plan := checked_activation(cfg, benchmark)) is not None:
+        parts["body"] = priced(cfg, estimate(cfg, splits, skill))
+    if plan is not None:
         view = trigger_config(cfg, plan.splits)
         triggers = {str(split): tasks for split, tasks in plan.splits.items()}
         initial = with_front_matter(skill, cfg.skill.name)
-        parts["description"] = estimate(view, triggers, initial, test_repeats=cfg.benchmark.trigger_repeats)
-    print(json.dumps(parts if cfg.optimizer.target != "body" else parts["body"], indent=2))
-    return 0
+        repeats = cfg.benchmark.trigger_repeats
+        parts["description"] = priced(view, estimate(view, triggers, initial, test_repeats=repeats))
+    return parts
+
+
+def check_projected_cost(
+    cfg: Config, benchmark: Benchmark | None, skill: str, plan: ActivationPlan | None
+) -> None:
+    """A new run whose estimate costs more than budget.max_usd is refused before it starts
+    (budget.refuse_over_estimate); without a cap or a known price nothing is projected."""
+    if cfg.budget.max_usd is None or not cfg.budget.refuse_over_estimate:
+        return
+    if (reason := over_budget(cfg, projected_parts(cfg, benchmark, skill, plan))) is not None:
+        raise UserError(reason)
 
 
 def fresh_out(out: Path, notify: Notify) -> Path:
@@ -208,6 +231,8 @@ def train(
     plan = checked_activation(cfg, benchmark)  # optimizer.target description | both: the triggers
     if resume and out is not None:
         text = resumed_skill(out, text, explicit=skill is not None)
+    else:  # a resume pays only what is left; the estimate projects a whole run
+        check_projected_cost(cfg, benchmark, text, plan)
     out = out or default_out(cfg, "train")
     with open_executor(cfg) as executor:  # may refuse (no cluster): before anything is written
         summary = _train(

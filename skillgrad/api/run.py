@@ -9,11 +9,12 @@ exists names it as `run_dir` (skillgrad.errors).
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from skillgrad.api.events import ObserverLike, announce, as_observers
+from skillgrad.api.events import ObserverLike, announce, as_observers, default_printer
 from skillgrad.api.inputs import (
     TEXT_SKILL,
     BenchmarkLike,
@@ -29,6 +30,7 @@ from skillgrad.api.scope import PROCESS
 from skillgrad.api.skill import Skill
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.loop.events import Observer
 from skillgrad.run_folder import RunDir
 from skillgrad.session import commands
 from skillgrad.session.build import default_out
@@ -51,6 +53,7 @@ def train(
     observers: Sequence[ObserverLike] = (),
     resume: bool = False,
     use_cache: bool = True,
+    quiet: bool = False,
 ) -> TrainResult:
     """Train a skill; the finished run's result.
 
@@ -61,7 +64,8 @@ def train(
     or a built-in scorer's name. `skill` (default: `skill.init`) is a `Path` to a file or a
     package folder, the skill's text, or a `Skill`. `out` (default `runs/<time>-train-<name>`)
     that already holds a run becomes `out-2`, ... (said as a `message` event); `resume=True`
-    continues the run in `out` instead, paying nothing twice. `observers` get every progress event.
+    continues the run in `out` instead, paying nothing twice. `observers` get every progress event;
+    the run's progress is printed as the CLI prints it (`quiet=True`: nothing printed).
 
     Raises UserError (bad input, before anything is written), FatalBackendError (a key or quota
     refused), TrainingFailed, Interrupted (Ctrl-C); a budget cap is not an error: the run stops
@@ -71,16 +75,17 @@ def train(
         bench = as_benchmark(cfg, benchmark, scorer)
         text = as_skill(cfg, skill)
         watchers = as_observers(observers)
-        summary, run_dir = commands.train(
-            cfg,
-            _folder(out, cfg, "train"),
-            skill=text,
-            benchmark=bench,
-            observers=watchers,
-            resume=resume,
-            use_cache=use_cache,
-            notify=lambda line: announce(watchers, line),
-        )
+        with _printing(watchers, quiet):
+            summary, run_dir = commands.train(
+                cfg,
+                _folder(out, cfg, "train"),
+                skill=text,
+                benchmark=bench,
+                observers=watchers,
+                resume=resume,
+                use_cache=use_cache,
+                notify=lambda line: announce(watchers, line),
+            )
         best = RunDir(run_dir).best_skill_path()
         return TrainResult.from_summary(run_dir, summary, Skill.read(best))
 
@@ -95,10 +100,12 @@ def evaluate(
     out: str | os.PathLike[str] | None = None,
     observers: Sequence[ObserverLike] = (),
     use_cache: bool = True,
+    quiet: bool = False,
 ) -> EvalResult:
     """Score `skill` (a `Path`, the skill's text, or a `Skill` such as `TrainResult.best_skill`)
     on one split of the benchmark (`config`, `benchmark` and `scorer` as for `train`). `out`
-    (default `runs/<time>-eval-<name>`) keeps every rollout and `eval.json`.
+    (default `runs/<time>-eval-<name>`) keeps every rollout and `eval.json`. Progress is printed
+    unless `quiet`, as for `train`.
 
     Raises UserError, FatalBackendError, BudgetExceeded (a cap of the budget section: a partial
     score would mean nothing), EvaluationFailed (every task failed to run), Interrupted."""
@@ -111,18 +118,33 @@ def evaluate(
         text = as_skill(cfg, skill, initial=False)
         assert text is not None  # a skill was given
         watchers = as_observers(observers)
-        report, rollouts, run_dir = commands.evaluate(
-            cfg,
-            text,
-            split,
-            _folder(out, cfg, "eval"),
-            skill_label=label,
-            benchmark=bench,
-            observers=watchers,
-            use_cache=use_cache,
-            notify=lambda line: announce(watchers, line),
-        )
+        with _printing(watchers, quiet):
+            report, rollouts, run_dir = commands.evaluate(
+                cfg,
+                text,
+                split,
+                _folder(out, cfg, "eval"),
+                skill_label=label,
+                benchmark=bench,
+                observers=watchers,
+                use_cache=use_cache,
+                notify=lambda line: announce(watchers, line),
+            )
         return EvalResult.from_report(run_dir, report, tuple(TaskResult.of(r) for r in rollouts))
+
+
+@contextlib.contextmanager
+def _printing(watchers: list[Observer], quiet: bool) -> Iterator[None]:
+    """The call's own progress printer (`default_printer`) among `watchers` while it runs, closed
+    (a live view stopped) however the call ends."""
+    printer = default_printer(quiet)
+    if printer is not None:
+        watchers.insert(0, printer)
+    try:
+        yield
+    finally:
+        if printer is not None:
+            printer.close()
 
 
 def _skill_label(skill: SkillLike) -> str:

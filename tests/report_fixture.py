@@ -341,11 +341,12 @@ def run_events(run: Path) -> list[tuple[str, dict[str, Any]]]:
     )
 
     def stage(
-        name: str, step: int, total: int, mean: float | None, epoch: int | None = None, **extra: Any
-    ) -> None:
+        name: str, step: int, total: int, mean: float | None, epoch: int | None = None,
+        label: str | None = None, **extra: Any,
+    ) -> None:  # fmt: skip
         """A stage as the trainer reports it: its start, each task, its end with counts and time."""
         started = t
-        tag = {"label": extra.pop("label")} if "label" in extra else {}
+        tag = {"label": label} if label else {}
         emit("stage_start", stage=name, step=step, epoch=epoch, total=total, **tag)
         for i in range(1, total + 1):
             task = TASKS[i - 1][0] if name == "baseline" else f"t{i}"

@@ -30,7 +30,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 NO_CACHE = "cache.enabled=false"  # every call really runs: honest timings
-_STAGE = re.compile(r"^\S+ \S+\s+([\d.]+)s (stage_start|stage_end)\s+step (\d+)(?: \(epoch \d+\))? ([\w-]+):")
+# a stage's start or end in train.log: time, kind, step (none for the baseline and the test passes),
+# stage, label (a test pass's version, a validation's wave, a re-ask)
+_STAGE = re.compile(r"^\S+ \S+\s+([\d.]+)s (stage_start|stage_end)\s+(?:step (\d+) )?([\w-]+)([^:]*):")
 TARGET_STAGES = {"baseline", "rollout", "validate", "test"}
 
 
@@ -83,17 +85,18 @@ def runtime_speed(config: Path, overrides: list[str]) -> dict[str, Any]:
 
 def stage_times(log: Path) -> dict[str, float]:
     """Seconds per stage name, summed over steps, from a run's train.log."""
-    open_at: dict[tuple[str, str], float] = {}
+    open_at: dict[tuple[str, str, str], float] = {}
     total: dict[str, float] = defaultdict(float)
     for line in log.read_text(encoding="utf-8").splitlines():
         m = _STAGE.match(line)
         if not m:
             continue
-        t, kind, step, stage = float(m[1]), m[2], m[3], m[4]
+        t, kind, step, stage = float(m[1]), m[2], m[3] or "", m[4]
+        key = (step, stage, m[5])
         if kind == "stage_start":
-            open_at[(step, stage)] = t
-        elif (step, stage) in open_at:
-            total[stage] += t - open_at.pop((step, stage))
+            open_at[key] = t
+        elif key in open_at:
+            total[stage] += t - open_at.pop(key)
     return dict(total)
 
 

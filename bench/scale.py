@@ -3,7 +3,8 @@ server that takes `--latency` seconds per call, on this machine.
 
 Threads run `--per-worker` rollouts at once; Ray runs W worker processes (a local cluster of W
 CPUs started for each run) with `--per-worker` rollouts each, so the ideal throughput is
-per_worker * W / latency tasks/s. Figures come from the eval stage's times in the run's train.log:
+per_worker * W / latency tasks/s. Figures come from the eval stage's progress events (an observer
+of `skillgrad.evaluate`: train.log writes no line per task):
 - seconds: the whole stage, worker start-up included; tasks/s = tasks / seconds;
 - start-up: from the stage's start to the first finished task, minus one latency;
 - overhead per task = concurrency / steady rate - latency, the steady rate being the tasks finished
@@ -50,13 +51,26 @@ def write_eval(folder: Path, server: ScriptedOpenAI, tasks: int) -> tuple[Path, 
     return config, skill
 
 
-def stage_times(out: Path) -> dict[str, float]:
-    """The eval stage's start, end, first and last task completion (elapsed s, from train.log)."""
-    marks: dict[str, list[float]] = {}
-    for line in (out / "train.log").read_text(encoding="utf-8").splitlines():
-        fields = line.split()
-        if len(fields) > 3 and fields[3] in ("stage_start", "stage_end", "task_done"):
-            marks.setdefault(fields[3], []).append(float(fields[2].rstrip("s")))
+# `skillgrad eval` as the API call, in its own process (a Ray cluster each), printing the times
+# (seconds since the run started) of the stage's start and end and of each finished task
+EVAL_TIMES = """
+import json, sys
+from pathlib import Path
+import skillgrad
+from skillgrad.config import load_config
+config, skill, out, *sets = sys.argv[1:]
+marks = {}
+def note(event):
+    if event.kind in ("stage_start", "stage_end", "task_done"):
+        marks.setdefault(event.kind, []).append(event.time)
+cfg = load_config(config, sets)
+skillgrad.evaluate(cfg, Path(skill), out=out, observers=[note], use_cache=False, quiet=True)
+print(json.dumps(marks))
+"""
+
+
+def stage_times(marks: dict[str, list[float]]) -> dict[str, float]:
+    """The eval stage's start, end, first and last task completion (elapsed s)."""
     done = marks["task_done"]
     return {
         "start": marks["stage_start"][0],
@@ -69,16 +83,16 @@ def stage_times(out: Path) -> dict[str, float]:
 def run_one(
     config: Path, skill: Path, out: Path, executor: str, concurrency: int, workers: int
 ) -> dict[str, float]:
-    args = ["--executor", executor, "--set", f"train.concurrency={concurrency}", "--no-cache"]
+    sets = [f"train.executor={executor}", f"train.concurrency={concurrency}"]
     if executor == "ray":
-        args += ["--set", f"ray.local_cpus={workers}", "--set", f"ray.workers={workers}"]
-    cmd = [sys.executable, "-m", "skillgrad.cli", "eval", "--config", str(config), "--skill", str(skill)]
-    proc = subprocess.run([*cmd, "--out", str(out), *args], capture_output=True, text=True, timeout=3600)
+        sets += [f"ray.local_cpus={workers}", f"ray.workers={workers}"]
+    cmd = [sys.executable, "-c", EVAL_TIMES, str(config), str(skill), str(out), *sets]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
         raise SystemExit(f"{executor} x{workers}: exit {proc.returncode}: {proc.stderr[-2000:]}")
     report = json.loads((out / "eval.json").read_text(encoding="utf-8"))
     assert report["n"] == report["passed"], report
-    return stage_times(out)
+    return stage_times(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def main() -> int:

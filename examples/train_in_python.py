@@ -79,9 +79,7 @@ CONFIG: dict[str, Any] = {
 
 def main(config: dict[str, Any], out: str) -> skillgrad.EvalResult:
     tasks = house_tasks()
-    result = skillgrad.train(
-        config, benchmark=tasks, scorer=score, out=out, observers=[skillgrad.progress_printer()]
-    )
+    result = skillgrad.train(config, benchmark=tasks, scorer=score, out=out)  # prints its progress
     print(
         f"val {result.baseline_val} -> {result.best_val}, test {result.baseline_test} -> {result.best_test}"
     )

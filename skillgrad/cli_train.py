@@ -71,7 +71,7 @@ def estimate_command(cfg: Config, *, as_json: bool) -> int:
 def train_command(cfg: Config, out: Path | None, *, resume: bool, use_cache: bool) -> int:
     terminal = terminal_observer(sys.stdout)
     try:
-        result = train(cfg, out=out, resume=resume, use_cache=use_cache, observers=[terminal])
+        result = train(cfg, out=out, resume=resume, use_cache=use_cache, observers=[terminal], quiet=True)
     except Interrupted as exc:
         again = f"continue with: skillgrad train --resume {shown(exc.run_dir)}"
         _err(f"interrupted; finished work is kept in {shown(exc.run_dir)}; {again}")
@@ -97,7 +97,9 @@ def train_command(cfg: Config, out: Path | None, *, resume: bool, use_cache: boo
 def eval_command(cfg: Config, skill: Path, split: Split, out: Path | None, *, use_cache: bool) -> int:
     terminal = terminal_observer(sys.stdout)
     try:
-        result = evaluate(cfg, skill, split=split, out=out, use_cache=use_cache, observers=[terminal])
+        result = evaluate(
+            cfg, skill, split=split, out=out, use_cache=use_cache, observers=[terminal], quiet=True
+        )
     except Interrupted as exc:
         _err(f"interrupted; finished rollouts are kept in {shown(exc.run_dir)}")
         return 130

@@ -47,7 +47,7 @@ class RunFiles:
     PAID = "paid.jsonl"  # every paid call as it returned (budget.PaidJournal)
     LOCK = ".lock"
     REPORT = "report.html"
-    LOG = "train.log"  # every progress event, one line each (appended across resumed sessions)
+    LOG = "train.log"  # the progress lines: a line per stage start and end, step, message (appended)
     BEST_SKILL = "best_skill"
     SKILLS = "skills"  # skills/vNNNN
     STEPS = "steps"  # steps/NNNN/

@@ -339,18 +339,28 @@ def run_events(run: Path) -> list[tuple[str, dict[str, Any]]]:
         optimizer_backend="openai_chat",
         target_backend=summary["target_backend"],
     )
-    emit("stage_start", stage="baseline", step=0, epoch=0, total=len(TASKS))
-    for i, (tid, _, _) in enumerate(TASKS, 1):
-        emit("task_done", stage="baseline", step=0, done=i, total=len(TASKS), task_id=tid, score=1.0)
-    emit("stage_end", stage="baseline", step=0, mean_score=summary["baseline_val_score"])
+
+    def stage(
+        name: str, step: int, total: int, mean: float | None, epoch: int | None = None,
+        label: str | None = None, **extra: Any,
+    ) -> None:  # fmt: skip
+        """A stage as the trainer reports it: its start, each task, its end with counts and time."""
+        started = t
+        tag = {"label": label} if label else {}
+        emit("stage_start", stage=name, step=step, epoch=epoch, total=total, **tag)
+        for i in range(1, total + 1):
+            task = TASKS[i - 1][0] if name == "baseline" else f"t{i}"
+            score = None if name == "reflect" else (1.0 if name == "baseline" else 0.5)
+            emit("task_done", stage=name, step=step, done=i, total=total, task_id=task, score=score,
+                 elapsed=t + 1.5 - started, **tag)  # fmt: skip
+        end = {"done": total, "total": total, "failed": 0, "seconds": t + 1.5 - started}
+        emit("stage_end", stage=name, step=step, mean_score=mean, **end, **tag, **extra)
+
+    stage("baseline", 0, len(TASKS), summary["baseline_val_score"])
     for h in history:
-        for stage, total in (("rollout", 4), ("reflect", 2), ("validate", len(TASKS))):
-            emit("stage_start", stage=stage, step=h["step"], epoch=h["epoch"], total=total)
-            for i in range(1, total + 1):
-                emit(
-                    "task_done", stage=stage, step=h["step"], done=i, total=total, task_id=f"t{i}", score=0.5
-                )
-            emit("stage_end", stage=stage, step=h["step"], mean_score=None if stage == "reflect" else 0.5)
+        stage("rollout", h["step"], 4, 0.5, h["epoch"])
+        stage("reflect", h["step"], 2, None, h["epoch"], edits=len(h["edits"]))
+        stage("validate", h["step"], len(TASKS), 0.5, h["epoch"])
         if h["step"] == 2:
             emit("message", text="candidate identical to v0001: reusing its score")
         for role, u in h["usage"].items():  # the trainer emits running totals, not the step's usage
@@ -366,7 +376,12 @@ def run_events(run: Path) -> list[tuple[str, dict[str, Any]]]:
             current_score=h["current_score"],
             edits_applied=sum(e["status"] == "applied" for e in h["edits"]),
             usage={role: dict(u) for role, u in totals.items()},
+            version=h["version"],
         )
+    if summary["test"]:  # the final test passes, named by version
+        last, best = history[-1]["step"], summary["best_version"]
+        stage("test", last, len(TASKS), summary["test"]["baseline"], label="v0000 (initial)")
+        stage("test", last, len(TASKS), summary["test"]["best"], label=f"{best} (best)")
     emit(
         "run_end",
         best_score=summary["best_val_score"],

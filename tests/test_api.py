@@ -191,7 +191,9 @@ def test_errors_are_exceptions_that_name_the_run_folder(tmp_path: Path, world: A
     assert "budget.max_calls" in json.loads((tmp_path / "eval" / "eval.json").read_text())["error"]
 
 
-def test_observers_get_the_events_the_cli_prints(tmp_path: Path, world: Any) -> None:
+def test_observers_get_the_events_the_cli_prints(
+    tmp_path: Path, world: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     example, _, server = world
     config = scripted_config(example["CONFIG"], server.base_url, tmp_path / "cache")
     events: list[skillgrad.Event] = []
@@ -199,22 +201,44 @@ def test_observers_get_the_events_the_cli_prints(tmp_path: Path, world: Any) -> 
     kwargs: dict[str, Any] = {"benchmark": example["house_tasks"](), "scorer": example["score"]}
     first = skillgrad.train(config, out=tmp_path / "run", observers=[events.append], **kwargs)
 
-    logged = (tmp_path / "run" / "train.log").read_text(encoding="utf-8").splitlines()
-    assert [e.kind for e in events] == [line.split()[3] for line in logged]
+    # observers get every event, each task's among them; train.log and the printer a line per
+    # stage start and end (a fast stage prints no task's line), each stage's with counts and time
     assert events[0].kind == "run_start" and events[-1].kind == "run_end"
     assert {"stage_start", "task_done", "stage_end", "step_end"} <= {e.kind for e in events}
+    lines = [e for e in events if e.kind != "task_done"]
+    logged = (tmp_path / "run" / "train.log").read_text(encoding="utf-8").splitlines()
+    assert [e.kind for e in lines] == [line.split()[3] for line in logged]
+    assert all(e.line.split("] ", 1)[1] in line for e, line in zip(lines, logged, strict=True))
+    printed_by_default = capsys.readouterr().out.splitlines()  # a pipe: the printer's lines
+    assert [line.split("] ", 1)[1] for line in printed_by_default] == [
+        e.line.split("] ", 1)[1] for e in lines
+    ]
     step = next(e for e in events if e.kind == "step_end")
     assert step.fields["action"] in ("accepted", "rejected", "skipped") and step.time >= 0
-    assert all(e.line.split("] ", 1)[1] in line for e, line in zip(events, logged, strict=True))
+    # the reflect stage counts its analyst calls; each stage ends with its count and duration
+    reflected = [e for e in events if e.kind == "task_done" and e.fields["stage"] == "reflect"]
+    assert reflected and reflected[-1].fields["done"] == reflected[-1].fields["total"]
+    ends = [e for e in events if e.kind == "stage_end"]
+    assert all(e.fields["done"] == e.fields["total"] and e.fields["seconds"] >= 0 for e in ends)
+    assert re.search(r"step 1 reflect: done, (\d+)/\1 analyst calls in \d+\.\ds", "\n".join(logged))
+    # a racing validation split in waves names each wave; together they run the val items once
+    waves = re.findall(r"step 2 validate \(wave (\d)\): started, (\d+) tasks", "\n".join(logged))
+    assert [w for w, _ in waves] == ["1", "2"] and sum(int(n) for _, n in waves) == 12, waves
+    assert "step 1 validate: started, 12 tasks" in "\n".join(logged)  # one wave: no wave named
+    # the final test passes are named by the version they test
+    tests = [e.fields.get("label") for e in events if e.kind == "stage_start" and e.fields["stage"] == "test"]
+    assert tests == ["v0000 (initial)", f"{first.best_version} (best)"], tests
+    assert any(f"test {first.best_version} (best): done, 16/16 tasks in" in line for line in logged)
 
     # the same out again: a numbered folder, said first; the printer prints what the CLI prints
     events.clear()
     second = skillgrad.train(config, out=tmp_path / "run", observers=[events.append,
-                             skillgrad.progress_printer(printed)], **kwargs)  # fmt: skip
+                             skillgrad.progress_printer(printed)], quiet=True, **kwargs)  # fmt: skip
     assert second.run_dir == tmp_path / "run-2" and second.best_skill.text == first.best_skill.text
     assert events[0].kind == "message" and "this run writes to" in events[0].fields["text"]
-    assert printed.getvalue().splitlines() == [e.line for e in events]
+    assert printed.getvalue().splitlines() == [e.line for e in events if e.kind != "task_done"]
     assert re.match(r"^\[\s+\d+\.\ds\] run start", printed.getvalue().splitlines()[1])
+    assert capsys.readouterr().out == ""  # quiet: nothing printed but by the caller's printer
     assert second.usage.total.calls == 0 and second.usage.saved.calls == first.usage.total.calls  # cached
 
 

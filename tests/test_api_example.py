@@ -63,9 +63,12 @@ def test_the_example_gains_on_the_scripted_server(tmp_path: Path, capsys: pytest
     prompts = [json.loads(p.read_text(encoding="utf-8")) for p in run.glob("steps/*/reflections/mb_*.json")]
     assert any("The answer must contain 'help@quokka.dev'" in json.dumps(p) for p in prompts)
     assert "Our support email address is help@quokka.dev." in (run / "best_skill.md").read_text("utf-8")
-    # the progress printer printed the CLI's lines, then the example its own
+    # train() and evaluate() printed the CLI's progress by default (a line per stage, the test
+    # passes named by version, no line per task), then the example its own lines
     assert re.search(r"^\[\s+\d+\.\ds\] run start: 1 epochs", printed, flags=re.M)
-    assert f"test: {evaluation.mean_score:.3f} over 16 tasks" in printed
+    assert re.search(r"^\[\s+\d+\.\ds\] test v0000 \(initial\): done, 16/16 tasks in ", printed, flags=re.M)
+    assert re.search(r"^\[\s+\d+\.\ds\] eval: done, 16/16 tasks in ", printed, flags=re.M)
+    assert " task " not in printed and f"test: {evaluation.mean_score:.3f} over 16 tasks" in printed
 
 
 def test_mypy_strict_accepts_the_example_against_the_public_api(tmp_path: Path) -> None:

@@ -101,6 +101,9 @@ def test_final_line_and_summary_count_skipped_steps(tmp_path: Path) -> None:
     summary = _read(out / "summary.json")
     assert summary["steps"] == 4 and summary["skipped"] == 4
     assert "(0 accepted, 0 rejected, 4 skipped" in proc.stdout.splitlines()[-2]
+    # each skipped step says why in words (the analysts proposed nothing), not "val - vs current"
+    steps = [line for line in proc.stdout.splitlines() if " SKIPPED" in line]
+    assert len(steps) == 4 and all("SKIPPED: no edit proposed; step cost: " in line for line in steps), steps
 
 
 def test_progress_lines_say_what_each_step_cost_and_the_running_total(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +55,34 @@ def _fresh_home(tmp_path: Path) -> Path:
     return home
 
 
+def _assert_progress(stdout: str, summary: dict[str, Any]) -> None:
+    """The progress off a terminal: a line where each stage starts and one where it ends (the
+    reflect stages' too, with their analyst calls), no line per task unless a stage was quiet for
+    30 s, a step's line saying what it decided, the two test passes named by version."""
+    progress = [line.split("] ", 1)[1] for line in stdout.splitlines() if line.startswith("[")]
+    starts = [line for line in progress if ": started, " in line]
+    ends = [line for line in progress if re.search(r": done, \d+/\d+ (tasks|analyst calls) in ", line)]
+    # the baseline, each step's rollout and reflect (and validate but for a skipped step), 2 tests
+    assert len(starts) == len(ends) >= 1 + 2 * summary["steps"] + 2, progress
+    assert (
+        sum(1 for line in ends if re.match(r"step \d reflect( \(re-ask\))?: done", line)) >= summary["steps"]
+    )
+    steps = [
+        line
+        for line in progress
+        if re.match(r"step \d \(epoch 1\) (ACCEPTED v\d{4}|REJECTED|SKIPPED): ", line)
+    ]
+    assert len(steps) == summary["steps"] and not [line for line in steps if "val - vs" in line]
+    best = summary["best_version"]
+    assert re.search(r"^test v0000 \(initial\): done, 16/16 tasks in ", "\n".join(progress), re.M)
+    assert re.search(rf"^test {best} \(best\): done, 16/16 tasks in ", "\n".join(progress), re.M)
+    # a task's own line only for a slow stage, with its count so far and the time left, at most one
+    # per 30 s for each stage running (two run side by side), not one per task (main printed 131)
+    tasks = [line for line in progress if re.search(r": \d+/\d+ ", line) and line not in ends]
+    assert all(re.search(r"; [\dms.]+, about [\dhms.]+ left$", line) for line in tasks), tasks
+    assert len(tasks) <= 2 * summary["wall_s"] / 30 + 2, tasks
+
+
 def test_the_readme_first_command_learns_on_the_packaged_model(tmp_path: Path) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert README_COMMAND in readme.split("```")[1]
@@ -75,6 +104,7 @@ def test_the_readme_first_command_learns_on_the_packaged_model(tmp_path: Path) -
         lines[-1]
         == f"what changed, step by step and task by task: skillgrad report {Path('runs/quickstart')}"
     )
+    _assert_progress(proc.stdout, summary)
 
     # the trained skill carries house facts, not the answers to particular tasks
     skill = (out / "best_skill.md").read_text(encoding="utf-8")

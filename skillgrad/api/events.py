@@ -16,7 +16,7 @@ from typing import Any, Literal, TextIO
 
 from skillgrad.loop.events import Events, Observer
 from skillgrad.observe.formatting import describe, stamp
-from skillgrad.observe.progress import PlainObserver
+from skillgrad.observe.progress import PlainObserver, terminal_observer
 
 EventKind = Literal["run_start", "stage_start", "task_done", "stage_end", "step_end", "run_end", "message"]
 
@@ -37,7 +37,9 @@ class Event:
 
     @property
     def line(self) -> str:
-        """The line the CLI prints for this event (`[  12.3s] step 1 ...`)."""
+        """This event as one line, in the CLI's words (`[  12.3s] step 1 ...`). The CLI prints the
+        line of every event but `task_done`, whose line it prints only for a stage quiet for 30 s
+        (`skillgrad.observe.lines`)."""
         fields = dict(self.fields)
         return f"{stamp(fields)} {describe(self.kind, fields)}"
 
@@ -90,6 +92,12 @@ def announce(observers: Sequence[Observer], text: str) -> None:
 
 
 def progress_printer(stream: TextIO | None = None) -> Observer:
-    """An observer printing each event as the CLI does off a terminal: one line per event, to
-    `stream` (default: sys.stdout at the time of the call)."""
+    """An observer printing the run as the CLI does off a terminal: a line per stage start and
+    end, step and message, to `stream` (default: sys.stdout at the time of the call)."""
     return PlainObserver(stream if stream is not None else sys.stdout)
+
+
+def default_printer(quiet: bool) -> Observer | None:
+    """What `train` and `evaluate` show unless `quiet`: the CLI's progress on sys.stdout (rich
+    bars on a terminal, a line per stage otherwise)."""
+    return None if quiet else terminal_observer(sys.stdout)

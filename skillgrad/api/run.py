@@ -9,11 +9,12 @@ exists names it as `run_dir` (skillgrad.errors).
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from skillgrad.api.events import ObserverLike, announce, as_observers
+from skillgrad.api.events import ObserverLike, announce, as_observers, default_printer
 from skillgrad.api.inputs import (
     TEXT_SKILL,
     BenchmarkLike,
@@ -30,6 +31,7 @@ from skillgrad.api.skill import Skill
 from skillgrad.api.strategies import AgentLike, GateLike, ParentLike, SearchLike, as_strategies
 from skillgrad.config import Config
 from skillgrad.errors import UserError
+from skillgrad.loop.events import Observer
 from skillgrad.run_folder import RunDir
 from skillgrad.session import commands
 from skillgrad.session.build import default_out
@@ -56,6 +58,7 @@ def train(
     search: SearchLike | None = None,
     parent: ParentLike | None = None,
     agent: AgentLike | None = None,
+    quiet: bool = False,
 ) -> TrainResult:
     """Train a skill; the finished run's result.
 
@@ -70,6 +73,7 @@ def train(
     `gate`, `search`, `parent` and `agent` (default: the config's) are each a name (as
     `optimizer.gate`, `optimizer.search`, `optimizer.parent`, `model.target_backend`) or an object
     implementing `Gate`, a factory of a `Search`, a `ParentRule` or an `Agent` (docs/api.md).
+    The run's progress is printed as the CLI prints it (`quiet=True`: nothing printed).
 
     Raises UserError (bad input, before anything is written), FatalBackendError (a key or quota
     refused), TrainingFailed, Interrupted (Ctrl-C); a budget cap is not an error: the run stops
@@ -80,17 +84,18 @@ def train(
         text = as_skill(cfg, skill)
         watchers = as_observers(observers)
         custom = as_strategies(cfg, gate=gate, search=search, parent=parent, agent=agent)
-        summary, run_dir = commands.train(
-            cfg,
-            _folder(out, cfg, "train"),
-            skill=text,
-            benchmark=bench,
-            observers=watchers,
-            resume=resume,
-            use_cache=use_cache,
-            notify=lambda line: announce(watchers, line),
-            custom=custom,
-        )
+        with _printing(watchers, quiet):
+            summary, run_dir = commands.train(
+                cfg,
+                _folder(out, cfg, "train"),
+                skill=text,
+                benchmark=bench,
+                observers=watchers,
+                resume=resume,
+                use_cache=use_cache,
+                notify=lambda line: announce(watchers, line),
+                custom=custom,
+            )
         best = RunDir(run_dir).best_skill_path()
         return TrainResult.from_summary(run_dir, summary, Skill.read(best))
 
@@ -106,10 +111,12 @@ def evaluate(
     observers: Sequence[ObserverLike] = (),
     use_cache: bool = True,
     agent: AgentLike | None = None,
+    quiet: bool = False,
 ) -> EvalResult:
     """Score `skill` (a `Path`, the skill's text, or a `Skill` such as `TrainResult.best_skill`)
-    on one split of the benchmark (`config`, `benchmark`, `scorer` and `agent` as for `train`).
-    `out` (default `runs/<time>-eval-<name>`) keeps every rollout and `eval.json`.
+    on one split of the benchmark (`config`, `benchmark`, `scorer` and `agent` as for `train`). `out`
+    (default `runs/<time>-eval-<name>`) keeps every rollout and `eval.json`. Progress is printed
+    unless `quiet`, as for `train`.
 
     Raises UserError, FatalBackendError, BudgetExceeded (a cap of the budget section: a partial
     score would mean nothing), EvaluationFailed (every task failed to run), Interrupted."""
@@ -123,19 +130,34 @@ def evaluate(
         assert text is not None  # a skill was given
         watchers = as_observers(observers)
         custom = as_strategies(cfg, agent=agent)
-        report, rollouts, run_dir = commands.evaluate(
-            cfg,
-            text,
-            split,
-            _folder(out, cfg, "eval"),
-            skill_label=label,
-            benchmark=bench,
-            observers=watchers,
-            use_cache=use_cache,
-            notify=lambda line: announce(watchers, line),
-            custom=custom,
-        )
+        with _printing(watchers, quiet):
+            report, rollouts, run_dir = commands.evaluate(
+                cfg,
+                text,
+                split,
+                _folder(out, cfg, "eval"),
+                skill_label=label,
+                benchmark=bench,
+                observers=watchers,
+                use_cache=use_cache,
+                notify=lambda line: announce(watchers, line),
+                custom=custom,
+            )
         return EvalResult.from_report(run_dir, report, tuple(TaskResult.of(r) for r in rollouts))
+
+
+@contextlib.contextmanager
+def _printing(watchers: list[Observer], quiet: bool) -> Iterator[None]:
+    """The call's own progress printer (`default_printer`) among `watchers` while it runs, closed
+    (a live view stopped) however the call ends."""
+    printer = default_printer(quiet)
+    if printer is not None:
+        watchers.insert(0, printer)
+    try:
+        yield
+    finally:
+        if printer is not None:
+            printer.close()
 
 
 def _skill_label(skill: SkillLike) -> str:

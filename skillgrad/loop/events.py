@@ -2,15 +2,22 @@
 
 Vocabulary (every event also carries `time` = seconds since the run started):
 - run_start:  out, epochs, steps_per_epoch, total_steps, optimizer_backend, target_backend
-- stage_start: stage ("baseline" | "rollout" | "reflect" | "validate" | "test"), step, epoch, total
-              (a racing validation starts one "validate" stage per wave; with overlap, a step's
-              "rollout" stage may run beside the previous step's "validate")
-- task_done:  stage, step, done, total, task_id, score
-- stage_end:  stage, step, mean_score (None for reflect)
+- stage_start: stage ("baseline" | "rollout" | "reflect" | "validate" | "test" | "eval"), step,
+              epoch, total (tasks; analyst calls for reflect), label (only where the stage's name
+              does not say which run it is: a test pass's "v0000 (initial)" / "v0003 (best)", a
+              racing validation's "wave 2", the incumbent's "current skill", a "re-ask").
+              A racing validation starts one "validate" stage per wave; with overlap, a step's
+              "rollout" stage may run beside the previous step's "validate"
+- task_done:  stage, step, done, total, task_id (reflect: the minibatch's name), score (None for
+              reflect), elapsed (the stage's seconds so far), label
+- stage_end:  stage, step, done, total, failed, seconds, mean_score (None for reflect), edits
+              (reflect: edits proposed), label
 - step_end:   step, epoch, action ("accepted" | "rejected" | "skipped"), val_score (None when
               raced out), best_score, current_score, edits_applied, usage (the run's total so
               far, by role: {role: Usage.to_json()}), step_usage (this step alone, same shape),
-              raced_out ({items, of, score, bound} or None), missing (val runs whose agent failed)
+              raced_out ({items, of, score, bound} or None), missing (val runs whose agent failed),
+              held (not kept only because of those), version (an accepted step's new version),
+              skip_reason (a skipped step: why no candidate was validated, in words)
 - run_end:    best_score, baseline_score, stopped, usage
 - message:    text (a one-off human note, e.g. "candidate identical to v0001: reusing its score")
 

@@ -15,6 +15,8 @@ from skillgrad.config import OptimizerConfig
 from skillgrad.loop.gate import GateDecision, mean_of
 from skillgrad.loop.validate import Validation
 from skillgrad.loop.verdict import RacedOut
+from skillgrad.run_folder import version_name
+from skillgrad.skill import EditOutcome
 
 ACTIONS = ("accepted", "rejected", "skipped")
 
@@ -127,11 +129,12 @@ class StepRecord:
     # a raced-out candidate (val_score None): the items it ran on, its score there and its bound
     raced_out: RacedOut | None = None
     missing: int = 0  # the candidate's val runs whose agent failed (left out of the test)
+    held: bool = False  # not kept only because of those runs (GateRecord.held)
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["raced_out"] = self.raced_out.to_json() if self.raced_out else None
-        for key, default in (("skip_reason", None), ("raced_out", None), ("missing", 0)):
+        for key, default in (("skip_reason", None), ("raced_out", None), ("missing", 0), ("held", False)):
             if data[key] == default:
                 del data[key]
         return data
@@ -159,6 +162,7 @@ class StepRecord:
             usage=usage if isinstance(usage, dict) else {},
             raced_out=RacedOut.from_json(row.get("raced_out")),
             missing=_count(row.get("missing")),
+            held=row.get("held") is True,
         )
 
 
@@ -178,6 +182,9 @@ class StepEnd:
     step_usage: dict[str, Any] = field(default_factory=dict)
     raced_out: RacedOut | None = None  # as StepRecord's
     missing: int = 0
+    held: bool = False  # as StepRecord's
+    version: str | None = None  # the skill version an accepted step made
+    skip_reason: str | None = None  # a skipped step: why no candidate was validated, in words
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -200,4 +207,31 @@ class StepEnd:
             step_usage=step_usage if isinstance(step_usage, dict) else {},
             raced_out=RacedOut.from_json(data.get("raced_out")),
             missing=_count(data.get("missing")),
+            held=data.get("held") is True,
+            version=data["version"] if isinstance(data.get("version"), str) else None,
+            skip_reason=data["skip_reason"] if isinstance(data.get("skip_reason"), str) else None,
         )
+
+
+def skip_note(dropped: dict[str, int], outcomes: list[EditOutcome], blocked: str | None, same: bool) -> str:
+    """Why a step validated no candidate, in words: the check that refused it (`blocked`), edits
+    that left the skill as it was (`same`), or what became of the proposed edits (`dropped`:
+    `Selection.counts()`; `outcomes`: the selected edits applied or not)."""
+    if blocked:
+        return f"the candidate was refused: {blocked}"
+    if same and any(o.status == "applied" for o in outcomes):
+        return "the applied edits leave the skill as it was"
+    parts = [f"{n} {why}" for why, n in dropped.items() if n]
+    if failed := sum(1 for o in outcomes if o.status != "applied"):
+        parts.append(f"{failed} failed to apply")
+    if not parts:
+        return "no edit proposed"
+    proposed = sum(dropped.values()) + len(outcomes)
+    return f"no edit applied: {proposed} proposed ({', '.join(parts)})"
+
+
+def pass_label(version: int, best: int) -> str:
+    """A final test pass's name in the progress: `v0000 (initial)`, `v0003 (best)`, `v0000
+    (initial, best)`; another version the search reports, by its name alone."""
+    roles = [name for name, v in (("initial", 0), ("best", best)) if v == version]
+    return version_name(version) + (f" ({', '.join(roles)})" if roles else "")

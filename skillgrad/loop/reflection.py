@@ -86,12 +86,10 @@ class Reflection:
     ) -> list[Patch]:
         """One patch per reflection that answered; TrainingFailed when none of them did."""
         work = reflection_work(rollouts, self.cfg.train.minibatch_size, len(self.chats))
-        self.events.emit("stage_start", stage="reflect", step=step, epoch=epoch, total=len(work))
-        outcomes = self._pool(step, state, lr, [(*item, False) for item in work], rollouts)
+        outcomes = self._pool(step, state, lr, [(*item, False) for item in work], rollouts, epoch=epoch)
         errors = [o for o in outcomes if isinstance(o, Exception)]
         if work and len(errors) == len(work):
             raise TrainingFailed(f"every reflection of step {step} failed; last error: {errors[-1]}")
-        self.events.emit("stage_end", stage="reflect", step=step, mean_score=None)
         return [o for o in outcomes if isinstance(o, Patch)]
 
     def reask(
@@ -108,7 +106,7 @@ class Reflection:
             "message",
             text=f"step {step}: every proposed edit was dropped; asking {len(work)} analyst(s) afresh",
         )
-        outcomes = self._pool(step, state, lr, work, rollouts)
+        outcomes = self._pool(step, state, lr, work, rollouts, label="re-ask")
         return [o for o in outcomes if isinstance(o, Patch)]
 
     def _pool(
@@ -118,13 +116,50 @@ class Reflection:
         lr: int,
         work: list[tuple[int, list[Rollout], int, bool]],
         batch: list[Rollout],
+        epoch: int | None = None,
+        label: str | None = None,
     ) -> list[Patch | Exception]:
-        """Each item of `work` asked of its analyst; `batch`: the step's rollouts, counted and
-        contrasted in every prompt."""
+        """Each item of `work` asked of its analyst, as one "reflect" stage of the progress events
+        (`label`: a re-ask); `batch`: the step's rollouts, counted and contrasted in every prompt."""
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
         skill = state.current_text
+        tag = {"label": label} if label else {}
+        self.events.emit("stage_start", stage="reflect", step=step, epoch=epoch, total=len(work), **tag)
+        started, lock, done = time.monotonic(), threading.Lock(), [0]
+
+        def one(item: tuple[int, list[Rollout], int, bool]) -> Patch | Exception:
+            outcome = self._one(step, skill, rejected, lr, batch, *item)
+            with lock:
+                done[0] += 1
+                count = done[0]
+            self.events.emit(
+                "task_done",
+                stage="reflect",
+                step=step,
+                done=count,
+                total=len(work),
+                task_id=_name(item[0], item[2], item[3]),
+                score=None,
+                elapsed=round(time.monotonic() - started, 3),
+                **tag,
+            )
+            return outcome
+
         with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
-            return list(pool.map(lambda item: self._one(step, skill, rejected, lr, batch, *item), work))
+            outcomes = list(pool.map(one, work))
+        self.events.emit(
+            "stage_end",
+            stage="reflect",
+            step=step,
+            mean_score=None,
+            done=len(outcomes),
+            total=len(work),
+            failed=sum(1 for o in outcomes if isinstance(o, Exception)),
+            edits=sum(len(o.edits) for o in outcomes if isinstance(o, Patch)),
+            seconds=round(time.monotonic() - started, 3),
+            **tag,
+        )
+        return outcomes
 
     def _inputs(
         self, skill: str, minibatch: list[Rollout], rejected: list[Edit], lr: int, batch: list[Rollout]
@@ -173,7 +208,7 @@ class Reflection:
     ) -> Patch | Exception:
         """One analyst call (a re-ask shows the skill as empty); a failed one is recorded and
         returned (the others may still answer), except a refused key or quota, which stops the run."""
-        name = f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "") + ("_reask" if reask else "")
+        name = _name(index, proposal, reask)
         record_path = self.run.reflection_path(step, name)
         failures = sum(1 for r in minibatch if not r.score.passed)
         with self.slots, self.accounting.reserved("optimizer", "reflect") as unit:
@@ -204,6 +239,11 @@ class Reflection:
         record.update(desk.record() if desk else digest_record(reply, time.monotonic() - started))
         self.run.write_json(record_path, record)
         return patch
+
+
+def _name(index: int, proposal: int, reask: bool) -> str:
+    """A reflection's name: its record's file (reflections/<name>.json) and its progress events'."""
+    return f"mb_{index:02d}" + (f"_p{proposal}" if proposal else "") + ("_reask" if reask else "")
 
 
 def propose_and_select(

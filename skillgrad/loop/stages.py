@@ -6,6 +6,7 @@ Events and pays through Accounting; several may run side by side (overlap) and w
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +117,7 @@ class RolloutRunner:
         repeats: list[int] | None = None,
         fresh: bool = False,
         epoch: int = 1,
+        label: str | None = None,
     ) -> list[Rollout]:
         """Run `tasks` with `skill`; the i-th writes under `prefix` (or `prefix(i)`) and is the
         `repeats[i]`-th run of its task. `fresh` clears a folder a discarded run wrote first.
@@ -126,15 +128,17 @@ class RolloutRunner:
         (a failure is never cached), up to `train.rollout_retries` more times, after the others:
         an outage has time to pass. Each attempt is reserved and paid like any call; only the last
         is written and reported. Still failed, it is returned as it is (validation counts it as
-        missing, loop/validate.py)."""
+        missing, loop/validate.py). `label` names this run of the stage in its events (a test
+        pass's skill version, the incumbent's validation)."""
         epoch = epoch if self.resamples else 1
         folder_of = prefix if callable(prefix) else (lambda _index, p=prefix: p)
         if fresh and not callable(prefix):
             self.run.clear(prefix)
-        self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks))
+        tag = {"label": label} if label else {}
+        self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks), **tag)
         for folder in dict.fromkeys(folder_of(i) for i in range(len(tasks))):
             self.run.write_task_index(folder, [t for i, t in enumerate(tasks) if folder_of(i) == folder])
-        batch = _Batch(tasks, skill, folder_of, stage, step, repeats or [0] * len(tasks), epoch)
+        batch = _Batch(tasks, skill, folder_of, stage, step, repeats or [0] * len(tasks), epoch, tag)
         retries = self.cfg.train.rollout_retries
         results = self._attempt(batch, list(range(len(tasks))), last=retries == 0)
         for retry in range(1, retries + 1):
@@ -151,7 +155,15 @@ class RolloutRunner:
                 results[index] = rollout
         scored = [r for r in results if not r.result.is_error]  # a failed run is no zero
         self.events.emit(
-            "stage_end", stage=stage, step=step, mean_score=mean_score(scored) if scored else None
+            "stage_end",
+            stage=stage,
+            step=step,
+            mean_score=mean_score(scored) if scored else None,
+            done=len(results),
+            total=len(tasks),
+            failed=len(results) - len(scored),
+            seconds=round(time.monotonic() - batch.started, 3),
+            **tag,
         )
         return results
 
@@ -183,6 +195,8 @@ class RolloutRunner:
                 total=len(batch.tasks),
                 task_id=rollout.task.id,
                 score=rollout.score.value,
+                elapsed=round(time.monotonic() - batch.started, 3),
+                **batch.tag,
             )
 
         return run_rollouts(
@@ -212,4 +226,6 @@ class _Batch:
     step: int
     repeats: list[int]  # which run of its task each is (0: the plain call)
     epoch: int  # the train epoch whose salt the calls carry (1: the plain call)
+    tag: dict[str, str]  # the events' `label`, when the stage has one
     done: int = 0  # tasks finished for good (written and reported)
+    started: float = field(default_factory=time.monotonic)  # for the events' seconds

@@ -28,7 +28,7 @@ from skillgrad.loop.events import Events
 from skillgrad.loop.gate import Gate
 from skillgrad.loop.interleaved import Interleaved
 from skillgrad.loop.plan import Plan, PlanStep, Splits, make_plan, steps_per_epoch
-from skillgrad.loop.records import GateRecord, StepEnd, StepRecord
+from skillgrad.loop.records import GateRecord, StepEnd, StepRecord, pass_label, skip_note
 from skillgrad.loop.reflection import Reflection, propose_and_select
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.search.base import SearchContext
@@ -150,6 +150,7 @@ class Trainer:
             best_score=state.best_score,
         )
         nxt = plan[index + 1 : index + 2] if self.search.prefetches else []
+        same = candidate.text == state.current_text
         record = self._validate_and_gate(state, started, candidate, outcomes, nxt, blocked)
         state.step = step
         record = replace(record, usage=self.accounting.step_usage())
@@ -166,6 +167,11 @@ class Trainer:
             step_usage=self.accounting.step_usage(),
             raced_out=record.raced_out,
             missing=record.missing,
+            held=record.held,
+            version=record.version,
+            skip_reason=skip_note(record.dropped, outcomes, blocked, same)
+            if record.action == "skipped"
+            else None,
         )
         self.events.emit("step_end", **end.to_json())
 
@@ -206,6 +212,7 @@ class Trainer:
             cached=val.calls == 0,
             raced_out=raced,
             missing=val.missing_count,
+            held=decision.held,
         )
 
     def _validate(
@@ -336,7 +343,8 @@ class Trainer:
         versions = sorted({0, state.best_version, *self.search.tested(state)})  # others: reported only
         for version in versions:
             text, prefix = self.run.read_skill(version), self.run.test_dir(version)
-            run_units = functools.partial(self.valruns.units, prefix, text, "test", state.step)
+            label = pass_label(version, state.best_version)
+            run_units = functools.partial(self.valruns.units, prefix, text, "test", state.step, label=label)
             val = validate(self.benchmark_split("test"), self.test_repeats, {}, run_units)
             results[version_name(version)] = self.metric(val.results)
             missing[version_name(version)] = val.missing_count

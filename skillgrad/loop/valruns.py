@@ -29,19 +29,25 @@ class ValRuns:
         self.run = run
         self.split = split
 
-    def units(self, prefix: Path, skill: str, stage: str, step: int, units: list[ValUnit]) -> list[Rollout]:
-        """Rollouts of `units` under `prefix`; repeat r > 0 of a task under `<prefix>-r{r+1}`."""
+    def units(
+        self, prefix: Path, skill: str, stage: str, step: int, units: list[ValUnit], label: str | None = None
+    ) -> list[Rollout]:
+        """Rollouts of `units` under `prefix`; repeat r > 0 of a task under `<prefix>-r{r+1}`
+        (`label`: the stage's, in its events)."""
         folders = [
             prefix if u.repeat == 0 else prefix.with_name(f"{prefix.name}-r{u.repeat + 1}") for u in units
         ]
         repeats = [u.repeat for u in units]
-        return self.runner.rollouts([u.task for u in units], skill, folders.__getitem__, stage, step, repeats)
+        tasks = [u.task for u in units]
+        return self.runner.rollouts(tasks, skill, folders.__getitem__, stage, step, repeats, label=label)
 
     def val_units(
         self, step: int, skill: str, stage: str, units: list[ValUnit], split: str = "val"
     ) -> list[Rollout]:
-        """Val rollouts under `rollouts/<split>`; repeat r > 0 of a task under `<split>-r{r+1}`."""
-        return self.units(self.run.rollouts_dir(step, split), skill, stage, step, units)
+        """Val rollouts under `rollouts/<split>`; repeat r > 0 of a task under `<split>-r{r+1}`
+        (the incumbent's, under `val-incumbent`, labelled so in the events)."""
+        label = "current skill" if split == "val-incumbent" else None
+        return self.units(self.run.rollouts_dir(step, split), skill, stage, step, units, label)
 
     def candidate(
         self,
@@ -52,13 +58,27 @@ class ValRuns:
         before_wave: Callable[[ValResults, bool], None] | None = None,
     ) -> Validation:
         """A candidate's validation (what is known of the skill reused, its missing runs run again),
-        remembered in the state."""
+        remembered in the state; a racing one split in waves labels each stage by its wave."""
         key = SkillDoc(skill).content_hash
-        val = validate(
+        tasks, repeats, known = (
             self.split("val"),
             self.cfg.optimizer.val_repeats,
             state.val_results.get(key, {}),
-            lambda units: self.val_units(step, skill, "validate", units),
+        )
+        todo = sum(max(0, repeats - len(known.get(t.id, []))) for t in tasks)
+        waves = [0]
+
+        def run_units(units: list[ValUnit]) -> list[Rollout]:
+            waves[0] += 1
+            split = race is not None and (waves[0] > 1 or len(units) < todo)  # not all in one wave
+            label = f"wave {waves[0]}" if split else None
+            return self.units(self.run.rollouts_dir(step, "val"), skill, "validate", step, units, label)
+
+        val = validate(
+            tasks,
+            repeats,
+            known,
+            run_units,
             race,
             before_wave=before_wave,
             known_missing=state.val_missing.get(key),

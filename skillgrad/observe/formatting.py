@@ -1,5 +1,6 @@
 """The words every observer of a run uses for its events (the terminal, a CI log, train.log):
-one line per event, and the scores, token counts, costs and usage inside it.
+one line per event, and the scores, token counts, costs, durations and usage inside it. Which of
+those lines a log prints is `observe.lines`'s.
 
 Usage semantics (as the trainer emits them): `step_end.usage` and `run_end.usage` are the run's
 totals so far by role, `{role: Usage-json}`; `step_end.step_usage` is what that step alone cost,
@@ -51,11 +52,79 @@ def fmt_usage(usage: dict[str, Usage]) -> str:
     return "; ".join(parts) if parts else "no usage"
 
 
-def _where(fields: dict[str, Any]) -> str:
-    step, epoch = fields.get("step"), fields.get("epoch")
-    if step is None:
+def fmt_seconds(value: float) -> str:
+    """12.3s, 2m05s, 1h02m."""
+    seconds = max(0.0, float(value))
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{secs:02d}s" if minutes < 60 else f"{minutes // 60}h{minutes % 60:02d}m"
+
+
+# stages whose events carry no step of their own meaning (the baseline is "step 0", a final test
+# pass and `skillgrad eval` run after or outside the steps): named without it
+_STEPLESS = ("baseline", "test", "eval")
+
+
+def stage_name(fields: dict[str, Any]) -> str:
+    """A stage as the progress names it: `step 2 validate`, `baseline`, `test v0003 (best)`,
+    `step 2 reflect (re-ask)`."""
+    stage = str(fields.get("stage"))
+    label = fields.get("label")
+    if label:
+        stage = f"{stage} {label}" if stage.split()[-1] == "test" else f"{stage} ({label})"
+    step = fields.get("step")
+    if step is None or str(fields.get("stage")).split()[-1] in _STEPLESS:
+        return stage
+    return f"step {step} {stage}"
+
+
+def _unit(fields: dict[str, Any]) -> str:
+    return "analyst calls" if str(fields.get("stage")).split()[-1] == "reflect" else "tasks"
+
+
+def _eta(fields: dict[str, Any]) -> str:
+    """`12.3s, about 20s left`: the stage's time so far and, from its own pace, what is left."""
+    elapsed, done, total = fields.get("elapsed"), fields.get("done"), fields.get("total")
+    if not isinstance(elapsed, int | float):
         return ""
-    return f"step {step}" + (f" (epoch {epoch})" if epoch is not None else "") + " "
+    text = f"; {fmt_seconds(elapsed)}"
+    if isinstance(done, int) and isinstance(total, int) and 0 < done < total:
+        text += f", about {fmt_seconds(elapsed / done * (total - done))} left"
+    return text
+
+
+def _stage_end(f: dict[str, Any]) -> str:
+    done, total = f.get("done"), f.get("total")
+    counts = f"{done}/{total} {_unit(f)}" if done is not None and total is not None else ""
+    took = f"in {fmt_seconds(f['seconds'])}" if isinstance(f.get("seconds"), int | float) else ""
+    tail = [" ".join(part for part in (counts, took) if part)] if counts or took else []
+    if f.get("failed"):
+        tail.append(f"{f['failed']} failed")
+    if f.get("mean_score") is not None:
+        tail.append(f"mean score {fmt_score(f['mean_score'])}")
+    if isinstance(f.get("edits"), int):
+        tail.append(f"{f['edits']} edit(s) proposed")
+    return ", ".join([f"{stage_name(f)}: done", *tail])
+
+
+def _verdict(end: StepEnd) -> str:
+    """What a step decided and why, in words."""
+    current, best = fmt_score(end.current_score), fmt_score(end.best_score)
+    if end.action == "skipped":
+        return f"SKIPPED: {end.skip_reason or 'no candidate to validate'}"
+    if end.raced_out is not None:
+        r = end.raced_out
+        return (
+            f"REJECTED: raced out after {r.items}/{r.of} val items ({fmt_score(r.score)} on those; "
+            f"at most {fmt_score(r.bound)} on all {r.of}, which cannot pass against current {current}), "
+            f"best {best}"
+        )
+    made = f" {end.version}" if end.action == "accepted" and end.version else ""
+    missing = f" ({end.missing} val run(s) whose agent failed left out)" if end.missing else ""
+    held = "; held: those failed runs decide it, so its edits stay allowed" if end.held else ""
+    val = f"val {fmt_score(end.val_score)}{missing} vs current {current}{held}"
+    return f"{end.action.upper()}{made}: {val}, best {best}"
 
 
 def describe(kind: str, fields: dict[str, Any]) -> str:
@@ -68,21 +137,20 @@ def describe(kind: str, fields: dict[str, Any]) -> str:
             f"target={f.get('target_backend')}; out={f.get('out')}"
         )
     if kind == "stage_start":
-        return f"{_where(f)}{f.get('stage')}: started, {f.get('total')} to do"
+        return f"{stage_name(f)}: started, {f.get('total')} {_unit(f)}"
     if kind == "task_done":
-        task = "" if f.get("task_id") is None else f" task {f['task_id']}"
+        word = "" if _unit(f) == "analyst calls" else "task "  # a reflection is named by its minibatch
+        task = "" if f.get("task_id") is None else f" {word}{f['task_id']}"
         score = "" if f.get("score") is None else f" score {fmt_score(f['score'])}"
-        return f"{_where(f)}{f.get('stage')}: {f.get('done')}/{f.get('total')}{task}{score}"
+        return f"{stage_name(f)}: {f.get('done')}/{f.get('total')}{task}{score}{_eta(f)}"
     if kind == "stage_end":
-        mean = f.get("mean_score")
-        tail = "" if mean is None else f", mean score {fmt_score(mean)}"
-        return f"{_where(f)}{f.get('stage')}: done{tail}"
+        return _stage_end(f)
     if kind == "step_end":
         end = StepEnd.from_json(f)
+        epoch = f" (epoch {end.epoch})" if end.epoch is not None else ""
+        applied = "" if end.action == "skipped" else f"; {end.edits_applied} edits applied"
         return (
-            f"{_where(f)}{end.action.upper()}: val {fmt_score(end.val_score)} "
-            f"vs current {fmt_score(end.current_score)}, best {fmt_score(end.best_score)}, "
-            f"{end.edits_applied} edits applied; "
+            f"step {end.step}{epoch} {_verdict(end)}{applied}; "
             f"step cost: {fmt_usage(usage_by_role(end.step_usage))}; "
             f"run total: {fmt_usage(usage_by_role(end.usage))}"
         )

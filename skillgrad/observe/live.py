@@ -1,5 +1,7 @@
-"""The live terminal view of a run (rich): a step header, one progress bar per stage, scores and
-usage by role. Its own module so that only a run on a terminal imports rich."""
+"""The live terminal view of a run (rich): a step header, one progress bar per stage (rollouts,
+reflection, validation, each test pass) with its count, time and time left at its own pace, scores
+and usage by role; a line per finished stage and step above it. Its own module so that only a run
+on a terminal imports rich."""
 
 from __future__ import annotations
 
@@ -7,15 +9,46 @@ from typing import Any, TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
 from skillgrad.loop.records import StepEnd
-from skillgrad.observe.formatting import describe, fmt_cost, fmt_score, fmt_tokens, stamp, usage_by_role
+from skillgrad.observe.formatting import (
+    describe,
+    fmt_cost,
+    fmt_score,
+    fmt_seconds,
+    fmt_tokens,
+    stage_name,
+    stamp,
+    usage_by_role,
+)
+from skillgrad.observe.lines import stage_key
 from skillgrad.values import Usage
 
 _ACTION_STYLE = {"accepted": "bold green", "rejected": "red", "skipped": "yellow"}
+
+
+class TimeLeft(ProgressColumn):
+    """A running stage's time left at its own pace: its seconds per finished item (`per_item`,
+    from its task_done events) times its items, less the time it has run, counting down."""
+
+    def render(self, task: Task) -> Text:
+        per_item = task.fields.get("per_item")
+        if task.finished or task.total is None or not isinstance(per_item, float):
+            return Text("")
+        left = max(0.0, per_item * task.total - (task.elapsed or 0.0))
+        return Text(f"~{fmt_seconds(left)} left", style="progress.remaining")
 
 
 class RichObserver:
@@ -26,16 +59,18 @@ class RichObserver:
     def __init__(self, console: Console, *, auto_refresh: bool = True) -> None:
         self.console = console
         self.progress = Progress(
-            TextColumn("{task.description:<22}"),
+            TextColumn("{task.description:<30}"),
             BarColumn(bar_width=None),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TimeLeft(),
             console=console,
             expand=True,
         )
         self._started = False
         self._steps_task: TaskID | None = None
-        self._stage_tasks: dict[str, TaskID] = {}
+        self._stage_tasks: dict[tuple[str, str, str], TaskID] = {}  # stage_key -> its bar
+        self._finished: set[tuple[str, str, str]] = set()
         self.epoch: Any = None
         self.step: Any = None
         self.epochs: Any = None
@@ -105,31 +140,36 @@ class RichObserver:
     def _on_stage_start(self, f: dict[str, Any]) -> None:
         if f.get("epoch") is not None:
             self.epoch = f["epoch"]
-        stage = str(f.get("stage"))
-        # one bar per stage of the current step; a new step drops the previous step's bars so the
-        # view stays a few lines high however long the run is
-        if f.get("step") != self.step or stage in self._stage_tasks:
-            for task_id in self._stage_tasks.values():
-                self.progress.remove_task(task_id)
-            self._stage_tasks = {}
-        self.step = f.get("step", self.step)
-        label = stage if f.get("step") is None else f"{stage} (step {f['step']})"
-        self._stage_tasks[stage] = self.progress.add_task(label, total=f.get("total") or None)
+        key = stage_key(f)
+        # one bar per stage of the current step: a stage that starts drops the finished bars of
+        # other steps (and its own earlier run's), so the view stays a few lines high however long
+        # the run is, while a stage still running beside it (overlap) keeps its bar
+        for old in [k for k in self._stage_tasks if k == key or (k in self._finished and k[1] != key[1])]:
+            self.progress.remove_task(self._stage_tasks.pop(old))
+            self._finished.discard(old)
+        if f.get("step") is not None and str(f.get("stage")).split()[-1] not in ("baseline", "test"):
+            self.step = f["step"]
+        self._stage_tasks[key] = self.progress.add_task(stage_name(f), total=f.get("total") or None)
 
     def _on_task_done(self, f: dict[str, Any]) -> None:
-        task_id = self._stage_tasks.get(str(f.get("stage")))
-        if task_id is not None:
-            self.progress.update(task_id, completed=f.get("done", 0), total=f.get("total") or None)
+        task_id = self._stage_tasks.get(stage_key(f))
+        if task_id is None:
+            return
+        done, elapsed = f.get("done", 0), f.get("elapsed")
+        pace = {"per_item": float(elapsed) / done} if isinstance(elapsed, int | float) and done else {}
+        self.progress.update(task_id, completed=done, total=f.get("total") or None, **pace)
 
     def _on_stage_end(self, f: dict[str, Any]) -> None:
-        task_id = self._stage_tasks.get(str(f.get("stage")))
+        key = stage_key(f)
+        task_id = self._stage_tasks.get(key)
         if task_id is not None:
             total = self.progress.tasks[self.progress.task_ids.index(task_id)].total or 1
             self.progress.update(task_id, completed=total, total=total)
+            self.progress.stop_task(task_id)
+            self._finished.add(key)
         if f.get("stage") == "baseline" and f.get("mean_score") is not None:
             self.current_score = self.best_score = float(f["mean_score"])
-        if f.get("mean_score") is not None:
-            self._print(f, describe("stage_end", f))
+        self._print(f, describe("stage_end", f))
 
     def _on_step_end(self, f: dict[str, Any]) -> None:
         end = StepEnd.from_json(f)

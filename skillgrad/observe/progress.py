@@ -1,9 +1,10 @@
 """Observers that show a run while it runs: a rich live display (`observe.live`, loaded only for a
-terminal), a plain printer, and train.log.
+terminal: a bar per stage with its count, pace and time left), a plain printer, and train.log.
 
 All three consume the event vocabulary of `skillgrad.loop.events` and share one formatter
 (`observe.formatting`), so the terminal, a CI log and `<out>/train.log` tell the same story in the
-same words.
+same words. The printer and train.log write a line per stage start and end, not one per task
+(`observe.lines`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, TextIO
 
 from skillgrad.loop.events import Observer
 from skillgrad.observe.formatting import describe, stamp
+from skillgrad.observe.lines import PROGRESS_EVERY_S, LineFilter
 from skillgrad.run_folder import RunFiles
 
 # ---------------------------------------------------------------------------------------------
@@ -22,33 +24,38 @@ from skillgrad.run_folder import RunFiles
 
 
 class PlainObserver:
-    """One line per event: for pipes, CI logs and anything that is not a terminal."""
+    """A line per stage start and end, step and message (`observe.lines`): for pipes, CI logs and
+    anything that is not a terminal."""
 
     name = "progress lines"  # in the warning if it fails (loop.events)
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, every_s: float = PROGRESS_EVERY_S) -> None:
         self.stream = stream
+        self.lines = LineFilter(every_s)
 
     def event(self, kind: str, fields: dict[str, Any]) -> None:
-        self.stream.write(f"{stamp(fields)} {describe(kind, fields)}\n")
-        self.stream.flush()
+        if self.lines.wants(kind, fields):
+            self.stream.write(f"{stamp(fields)} {describe(kind, fields)}\n")
+            self.stream.flush()
 
     def close(self) -> None:
         self.stream.flush()
 
 
 class LogFileObserver:
-    """Appends every event as one line to a file (appending, so a resumed run keeps its history)."""
+    """Appends the printer's lines to a file, each with the date and the event's kind (appending,
+    so a resumed run keeps its history)."""
 
     name = "train.log"  # in the warning if it fails (loop.events)
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, every_s: float = PROGRESS_EVERY_S) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.lines = LineFilter(every_s)
         self._file: TextIO | None = path.open("a", encoding="utf-8", errors="replace")  # any string
 
     def event(self, kind: str, fields: dict[str, Any]) -> None:
-        if self._file is None:
+        if self._file is None or not self.lines.wants(kind, fields):
             return
         now = datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S")
         elapsed = float(fields.get("time", 0.0))
@@ -67,7 +74,7 @@ class LogFileObserver:
 
 
 def terminal_observer(stream: TextIO | None = None, force_tty: bool | None = None) -> Observer:
-    """The CLI's progress: a rich live view on a terminal, one plain line per event otherwise."""
+    """The CLI's progress: a rich live view on a terminal, plain lines per stage otherwise."""
     stream = stream if stream is not None else sys.stdout
     tty = force_tty if force_tty is not None else bool(getattr(stream, "isatty", lambda: False)())
     if tty:

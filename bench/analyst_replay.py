@@ -23,11 +23,11 @@ from typing import Any
 
 from skillgrad.backends.registry import Backends
 from skillgrad.config import load_config
-from skillgrad.loop.candidate import prompt_echo
-from skillgrad.loop.reflect import AnalystInputs, analyst_messages, parse_patch, patch_schema
+from skillgrad.loop.analyst_prompt import AnalystInputs, analyst_messages, parse_patch, patch_schema
+from skillgrad.loop.candidate import prompt_copy_guard
 from skillgrad.loop.taskcopy import TaskCopyGuard, TaskIndex
 from skillgrad.run_folder import RunFiles
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.values import AgentResult, Message, Rollout, Score, Task
 
@@ -119,7 +119,7 @@ def replay_step(args: argparse.Namespace, chat: Any, step: Path, index: TaskInde
     cfg = args.cfg
     rollouts = train_rollouts(step)
     batch = list(rollouts.values())
-    echo = prompt_echo().with_failed_answers([r.result.answer for r in batch if not r.score.passed])
+    echo = prompt_copy_guard().with_failed_answers([r.result.answer for r in batch if not r.score.passed])
     graded = {r.task.id: (r.result.answer, r.score.feedback) for r in batch}
     for path in sorted((step / "reflections").glob("mb_[0-9][0-9].json")):
         record = json.loads(path.read_text(encoding="utf-8"))

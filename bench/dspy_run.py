@@ -38,7 +38,7 @@ import dspy  # noqa: E402
 from dspy.teleprompt import BootstrapFewShotWithRandomSearch  # noqa: E402
 from peers_dspy import OUTPUT, input_fields, placeholder, plan, task_inputs  # noqa: E402
 
-from skillgrad.benchmarks.registry import load_benchmark  # noqa: E402
+from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
 from skillgrad.config import load_config  # noqa: E402
 from skillgrad.values import AgentResult, Task  # noqa: E402
 

@@ -46,12 +46,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from skillgrad.activation.metrics import TriggerF1, TriggerGate  # noqa: E402
 from skillgrad.budget import Ledger  # noqa: E402
 from skillgrad.loop.accounting import Accounting  # noqa: E402
-from skillgrad.loop.gate import Gate, ValResults, make_gate  # noqa: E402
+from skillgrad.loop.decision.gate import Gate, ValResults, make_gate  # noqa: E402
+from skillgrad.loop.decision.judge import judge  # noqa: E402
+from skillgrad.loop.decision.pool_entry import EntryGate  # noqa: E402
+from skillgrad.loop.decision.racing import Race, ValUnit, validate  # noqa: E402
 from skillgrad.loop.rollout import run_rollouts  # noqa: E402
 from skillgrad.loop.search.dominance import Scored, item_means  # noqa: E402
-from skillgrad.loop.search.entry import EntryGate  # noqa: E402
-from skillgrad.loop.validate import Race, ValUnit, validate  # noqa: E402
-from skillgrad.loop.verdict import judge  # noqa: E402
 from skillgrad.values import AgentResult, Rollout, Score, Task, Usage  # noqa: E402
 
 ITEMS = 16

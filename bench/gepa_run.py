@@ -28,7 +28,7 @@ from gepa.adapters.default_adapter.default_adapter import EvaluationResult
 
 from skillgrad.backends.chat_agent import task_prompt
 from skillgrad.backends.registry import Backends
-from skillgrad.benchmarks.registry import load_benchmark
+from skillgrad.benchmarks.catalog import load_benchmark
 from skillgrad.config import load_config
 from skillgrad.values import AgentResult, Message, Task
 

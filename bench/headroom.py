@@ -66,7 +66,7 @@ from peers_server import Router, Served, usage  # noqa: E402
 from peers_tables import headroom, read_row, write_row  # noqa: E402
 
 from skillgrad import evaluate  # noqa: E402
-from skillgrad.benchmarks.registry import load_benchmark  # noqa: E402
+from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
 from skillgrad.config import load_config  # noqa: E402
 from skillgrad.demos import demo_from_task, with_demos  # noqa: E402
 from skillgrad.errors import UserError  # noqa: E402

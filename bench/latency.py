@@ -55,7 +55,7 @@ from latency_tables import print_side_by_side, print_variants  # noqa: E402
 from latency_world import Item, Scripted, question_key, serve  # noqa: E402
 from skillopt_side import SkillOpt, clean_env, install, run_once, write_split  # noqa: E402
 
-from skillgrad.benchmarks.registry import load_benchmark  # noqa: E402
+from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
 from skillgrad.config import load_config  # noqa: E402
 from skillgrad.loop.rounds import longest_chain  # noqa: E402
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from skillgrad.benchmarks.base import Benchmark
+from skillgrad.benchmarks.contract import Benchmark
 from skillgrad.values import AgentResult, Task
 
 DSPY_SPEC = "dspy==3.4.1"

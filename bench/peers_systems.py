@@ -24,7 +24,7 @@ from peers_dspy import score_prompt
 from peers_server import CallLog, usage
 from skillopt_side import SkillOpt, clean_env, write_split
 
-from skillgrad.benchmarks.registry import load_benchmark
+from skillgrad.benchmarks.catalog import load_benchmark
 from skillgrad.config import load_config
 from skillgrad.values import AgentResult, Task
 

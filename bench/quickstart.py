@@ -67,7 +67,7 @@ def runtime_speed(config: Path, overrides: list[str]) -> dict[str, Any]:
     from skillgrad.backends.local import LocalChat
     from skillgrad.backends.registry import make_chat
     from skillgrad.config import load_config
-    from skillgrad.loop.reflect import patch_schema
+    from skillgrad.loop.analyst_prompt import patch_schema
     from skillgrad.values import Message
 
     cfg = load_config(config, [NO_CACHE, *overrides])

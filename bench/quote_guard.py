@@ -21,7 +21,7 @@ from skillgrad.benchmarks.bbh import read_bbh
 from skillgrad.benchmarks.gsm8k import read_gsm8k
 from skillgrad.benchmarks.qa import read_qa_jsonl
 from skillgrad.loop.taskcopy import TaskCopyGuard, TaskIndex
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.values import Task
 
 RULES = [

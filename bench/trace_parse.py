@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-IMPORTS = "import json, resource, sys, time\nfrom skillgrad.traces.files import load_any_session\n"
+IMPORTS = "import json, resource, sys, time\nfrom skillgrad.traces.any_session import load_any_session\n"
 OURS = "skillgrad parse + view"
 NAIVE = "bare json.loads of every line"
 PROBES = {
@@ -51,7 +51,7 @@ END = "<!-- /bench/trace_parse.py -->"
 
 
 def per_file_table(files: list[Path], budget: int) -> str:
-    from skillgrad.traces.files import load_any_session
+    from skillgrad.traces.any_session import load_any_session
     from skillgrad.traces.steps import TraceCaps
     from skillgrad.traces.view import render_view
     from skillgrad.traces.view_read import read_view

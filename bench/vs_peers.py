@@ -97,7 +97,7 @@ from peers_tables import (  # noqa: E402
 from skillopt_side import SkillOpt, install, mismatched_sources, site_packages  # noqa: E402
 from vs_gepa import gepa_python, search_budget  # noqa: E402
 
-from skillgrad.benchmarks.registry import load_benchmark  # noqa: E402
+from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
 from skillgrad.config import load_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -34,15 +34,15 @@ _EXPORTS: dict[str, str] = {
     "Score": "skillgrad.values",
     "AgentResult": "skillgrad.values",
     "Usage": "skillgrad.values",
-    "Benchmark": "skillgrad.benchmarks.base",
-    "AgenticBenchmark": "skillgrad.benchmarks.base",
+    "Benchmark": "skillgrad.benchmarks.contract",
+    "AgenticBenchmark": "skillgrad.benchmarks.contract",
     "SkillPackage": "skillgrad.package.model",
-    "Agent": "skillgrad.backends.base",
-    "Gate": "skillgrad.loop.custom",
-    "GateDecision": "skillgrad.loop.gate",
-    "Search": "skillgrad.loop.search.base",
-    "SearchContext": "skillgrad.loop.search.base",
-    "SearchSettings": "skillgrad.loop.search.base",
+    "Agent": "skillgrad.backends.interface",
+    "Gate": "skillgrad.loop.custom_strategies",
+    "GateDecision": "skillgrad.loop.decision.gate",
+    "Search": "skillgrad.loop.search.protocol",
+    "SearchContext": "skillgrad.loop.search.protocol",
+    "SearchSettings": "skillgrad.loop.search.protocol",
     "ParentRule": "skillgrad.loop.search.parents",
     "Scored": "skillgrad.loop.search.dominance",
     "SkillgradError": "skillgrad.errors",
@@ -73,9 +73,9 @@ if TYPE_CHECKING:
     from skillgrad.api.run import evaluate as evaluate
     from skillgrad.api.run import train as train
     from skillgrad.api.skill import Skill as Skill
-    from skillgrad.backends.base import Agent as Agent
-    from skillgrad.benchmarks.base import AgenticBenchmark as AgenticBenchmark
-    from skillgrad.benchmarks.base import Benchmark as Benchmark
+    from skillgrad.backends.interface import Agent as Agent
+    from skillgrad.benchmarks.contract import AgenticBenchmark as AgenticBenchmark
+    from skillgrad.benchmarks.contract import Benchmark as Benchmark
     from skillgrad.config import Config as Config
     from skillgrad.errors import BackendError as BackendError
     from skillgrad.errors import BudgetExceeded as BudgetExceeded
@@ -86,13 +86,13 @@ if TYPE_CHECKING:
     from skillgrad.errors import StructuredOutputError as StructuredOutputError
     from skillgrad.errors import TrainingFailed as TrainingFailed
     from skillgrad.errors import UserError as UserError
-    from skillgrad.loop.custom import Gate as Gate
-    from skillgrad.loop.gate import GateDecision as GateDecision
-    from skillgrad.loop.search.base import Search as Search
-    from skillgrad.loop.search.base import SearchContext as SearchContext
-    from skillgrad.loop.search.base import SearchSettings as SearchSettings
+    from skillgrad.loop.custom_strategies import Gate as Gate
+    from skillgrad.loop.decision.gate import GateDecision as GateDecision
     from skillgrad.loop.search.dominance import Scored as Scored
     from skillgrad.loop.search.parents import ParentRule as ParentRule
+    from skillgrad.loop.search.protocol import Search as Search
+    from skillgrad.loop.search.protocol import SearchContext as SearchContext
+    from skillgrad.loop.search.protocol import SearchSettings as SearchSettings
     from skillgrad.package.model import SkillPackage as SkillPackage
     from skillgrad.values import AgentResult as AgentResult
     from skillgrad.values import Score as Score

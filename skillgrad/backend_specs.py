@@ -1,7 +1,7 @@
 """The backends' descriptions: name -> what the backend is, read without loading it.
 
 Adding a backend = one module under `skillgrad/backends/` (implementing `ChatBackend`, or
-`HarnessBackend` for an agent harness; see `skillgrad.backends.base`) + one `BackendSpec` line in
+`HarnessBackend` for an agent harness; see `skillgrad.backends.interface`) + one `BackendSpec` line in
 `BACKENDS` below. Everything else reads the spec: the config's accepted backend names, the
 `skillgrad backends` listing, the call-cache key of a rollout, whether the analyst sees traces,
 the estimate's turns per task, the Ray workers' package extra and key variable.

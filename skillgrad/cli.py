@@ -190,7 +190,7 @@ def _load(args: argparse.Namespace) -> Config:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    from skillgrad.benchmarks.registry import check_benchmark_name
+    from skillgrad.benchmarks.catalog import check_benchmark_name
     from skillgrad.session.build import redactor_for
     from skillgrad.session.costing import models_lines
 
@@ -239,7 +239,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
-    from skillgrad.traces.files import load_any_session
+    from skillgrad.traces.any_session import load_any_session
     from skillgrad.traces.show import TraceShow, show_trace
 
     cfg = _load(args)

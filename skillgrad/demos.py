@@ -25,13 +25,13 @@ reply is the answer as the scorer accepts it. Each entry's marker names its task
 is how the report tells which train tasks a skill's examples came from.
 
 The section is skillgrad's: its text is rendered from its entries, and an edit that is not an
-example edit cannot touch it (`skill.py` treats it like a protected region). Text that outside
+example edit cannot touch it (`skilldoc.py` treats it like a protected region). Text that outside
 input could use to end the section early (`<!--`) or to split an entry (a line `Correct reply:` in
 the task) is neutralised when the entry is written, so parsing a section and rendering it again gives
 the same text. A section that does not (hand-written in another shape) is left alone:
 `section_is_ours` tells.
 
-This module imports only values and templates, so `skill.py` and the package may use it.
+This module imports only values and templates, so `skilldoc.py` and the package may use it.
 """
 
 from __future__ import annotations

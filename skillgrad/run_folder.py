@@ -39,7 +39,9 @@ class RunFiles:
     docs/reference/run-folder.md). Skills are `<name>.md`, or a folder `<name>/` for a skill package."""
 
     CONFIG = "config.json"  # the resolved config, secrets redacted
-    OBJECTS = "objects.json"  # the strategies handed in as Python objects, by label (loop/custom.py)
+    OBJECTS = (
+        "objects.json"  # the strategies handed in as Python objects, by label (loop/custom_strategies.py)
+    )
     STATE = "state.json"  # the resume point: TrainState + ledger
     HISTORY = "history.jsonl"  # one StepRecord a step
     SUMMARY = "summary.json"

@@ -9,7 +9,7 @@ A target names one line, or part of one line, of the text outside the protected 
    "tabs" in "tabstops", never text across a line break).
 A target that matches more than one line or place is ambiguous and matches nothing: the caller
 skips the edit with the reason this module gives. Nothing here knows edits or the skill document;
-`skillgrad.skill` applies what this finds.
+`skillgrad.skilldoc` applies what this finds.
 """
 
 from __future__ import annotations

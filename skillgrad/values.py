@@ -3,7 +3,7 @@ trace steps, usage, and the rollout record that joins them.
 
 They depend on nothing in the package but `skillgrad.text` (a leaf), so any module may import
 them without an import cycle. The protocols that produce or consume them stay beside their seams:
-`ChatModel` / `Agent` in `skillgrad.backends.base`, `Benchmark` in `skillgrad.benchmarks.base`
+`ChatModel` / `Agent` in `skillgrad.backends.interface`, `Benchmark` in `skillgrad.benchmarks.contract`
 (which re-export these values for the authors of a backend or a benchmark).
 
 Every value that carries outside text (a data file, a model reply, an agent's session) passes its
@@ -98,7 +98,7 @@ class Task:
 @dataclass(frozen=True)
 class Score:
     """A scored answer: `value` a finite number in [0, 1]; `passed` a bool, never true of a value
-    of 0 (benchmarks.base.checked_score). `scorer_error` says why the scorer, not the answer,
+    of 0 (benchmarks.contract.checked_score). `scorer_error` says why the scorer, not the answer,
     failed the task (it raised, or returned something outside this contract); None otherwise."""
 
     value: float  # in [0, 1]

@@ -57,7 +57,7 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
 
 
 def group_of(module: str) -> str:
-    """A module's group: its subpackage (`skillgrad.loop.gate` -> `loop`) or, at the root, itself."""
+    """A module's group: its subpackage (`skillgrad.loop.decision.gate` -> `loop`) or, at the root, itself."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
 

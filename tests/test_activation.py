@@ -36,11 +36,11 @@ from skillgrad.backends.chat_agent import ChatAgent
 from skillgrad.backends.workspace import SKILL_DESCRIPTION
 from skillgrad.config import config_from_data
 from skillgrad.errors import UserError
-from skillgrad.loop.gate import PairedGate
-from skillgrad.loop.reflect import AnalystInputs
+from skillgrad.loop.analyst_prompt import AnalystInputs
+from skillgrad.loop.decision.gate import PairedGate
 from skillgrad.package.model import SkillPackage, as_package
 from skillgrad.session.build import checked_activation
-from skillgrad.skill import SkillDoc
+from skillgrad.skilldoc import SkillDoc
 from skillgrad.traces.codex_rollout import rollout_steps
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.values import AgentResult, Message, Reply, Rollout, Score, Task, TraceStep
@@ -142,7 +142,7 @@ def test_positives_come_from_the_tasks_and_negatives_from_a_file(tmp_path: Path)
     config = cfg(
         benchmark={**benchmark_cfg, "trigger_negatives": str(negatives)}, optimizer={"target": "both"}
     )
-    from skillgrad.benchmarks.registry import load_benchmark
+    from skillgrad.benchmarks.catalog import load_benchmark
 
     pool = trigger_pool(config, load_benchmark(config))
     assert sum(map(should_trigger, pool)) == 8 and len(pool) == 14

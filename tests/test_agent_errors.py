@@ -18,7 +18,7 @@ from pathlib import Path
 
 import skillgrad
 from skillgrad import AgentResult, Score, Task
-from skillgrad.skill import SkillDoc
+from skillgrad.skilldoc import SkillDoc
 from tests.fakes.openai_server import Request, Response, ScriptedOpenAI, json_reply, server_error, text
 
 RULE_A = "Rule A: always give the code."

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from skillgrad.backends import anthropic_api
-from skillgrad.backends.base import Message
+from skillgrad.backends.interface import Message
 from skillgrad.backends.registry import availability, make_agent, make_chat
-from skillgrad.benchmarks.base import Task
+from skillgrad.benchmarks.contract import Task
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError
 from tests.fakes.anthropic_server import (

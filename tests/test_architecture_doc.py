@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 from skillgrad.backend_specs import BACKENDS
-from skillgrad.benchmarks.registry import BUILTINS
-from skillgrad.executors.base import EXECUTORS
+from skillgrad.benchmarks.catalog import BUILTINS
+from skillgrad.executors.executor import EXECUTORS
 from skillgrad.loop.search.parents import PARENTS
 from skillgrad.loop.selection import SCHEDULES
 from skillgrad.loop.strategies import SEARCHES

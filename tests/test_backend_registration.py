@@ -12,7 +12,7 @@ import pytest
 
 from skillgrad import backend_specs
 from skillgrad.backend_specs import BACKENDS, BackendSpec, spec_for
-from skillgrad.backends.base import ChatBackend, HarnessBackend
+from skillgrad.backends.interface import ChatBackend, HarnessBackend
 from skillgrad.backends.registry import Backends, load_backend
 from skillgrad.cli import main
 from skillgrad.config import ModelConfig, load_config

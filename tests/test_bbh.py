@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from skillgrad.benchmarks.bbh import normalize, score_target
-from skillgrad.benchmarks.registry import benchmark_names, load_benchmark
+from skillgrad.benchmarks.catalog import benchmark_names, load_benchmark
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.values import AgentResult

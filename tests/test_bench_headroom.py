@@ -24,7 +24,7 @@ import headroom as hr  # noqa: E402
 import peers_bench as pb  # noqa: E402
 import peers_server as ps  # noqa: E402
 
-from skillgrad.benchmarks.registry import load_benchmark  # noqa: E402
+from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
 from skillgrad.config import load_config  # noqa: E402
 from skillgrad.loop.shapes import LETTER, NUMBER, OPTION, answer_shape  # noqa: E402
 from skillgrad.values import AgentResult  # noqa: E402

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.backends.base import AgentResult
 from skillgrad.backends.chat_agent import task_prompt
-from skillgrad.benchmarks.base import Score, Task
-from skillgrad.loop.reflect import AnalystInputs, analyst_messages
+from skillgrad.backends.interface import AgentResult
+from skillgrad.benchmarks.contract import Score, Task
+from skillgrad.loop.analyst_prompt import AnalystInputs, analyst_messages
 from skillgrad.loop.rollout import Rollout
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from skillgrad.backends.base import AgentResult
+from skillgrad.backends.interface import AgentResult
 from skillgrad.benchmarks import humaneval
-from skillgrad.benchmarks.base import SPLITS, AgenticBenchmark, Task
+from skillgrad.benchmarks.catalog import benchmark_names, load_benchmark
+from skillgrad.benchmarks.contract import SPLITS, AgenticBenchmark, Task
 from skillgrad.benchmarks.qa import PoolBenchmark
-from skillgrad.benchmarks.registry import benchmark_names, load_benchmark
 from skillgrad.benchmarks.splits import safe_task_id
 from skillgrad.config import Config
 from skillgrad.errors import UserError
@@ -161,7 +161,7 @@ def test_unknown_option_rejected(tmp_path: Path) -> None:
 
 def test_module_function_benchmark(tmp_path: Path) -> None:
     (tmp_path / "mybench_sg.py").write_text(
-        "from skillgrad.benchmarks.base import Score, Task\n"
+        "from skillgrad.benchmarks.contract import Score, Task\n"
         "class B:\n"
         "    name = 'mine'\n"
         "    def load(self, split): return [Task(id='t', question='q')]\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 
-from skillgrad.backends.base import Usage
+from skillgrad.backends.interface import Usage
 from skillgrad.budget import Ledger
 from skillgrad.config import BudgetConfig
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from skillgrad.backends.base import AgentResult, Message, Reply, Usage
-from skillgrad.benchmarks.base import Task
+from skillgrad.backends.interface import AgentResult, Message, Reply, Usage
+from skillgrad.benchmarks.contract import Task
 from skillgrad.cache import (
     CachedAgent,
     CachedAgentResult,

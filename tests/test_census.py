@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from skillgrad.backends.base import AgentResult
+from skillgrad.backends.interface import AgentResult
 from skillgrad.benchmarks.scoring import score_exact, score_f1, score_numeric
 from skillgrad.loop import kinds
-from skillgrad.loop.census import census, contrasts_section, pick_contrasts
-from skillgrad.loop.reflect import AnalystInputs, analyst_messages
+from skillgrad.loop.analyst_prompt import AnalystInputs, analyst_messages
+from skillgrad.loop.misses import contrasts_section, misses_section, pick_contrasts
 from skillgrad.loop.rewrite import rewrite_messages
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.values import Rollout, Score, Task
@@ -54,7 +54,7 @@ def test_the_census_counts_the_whole_step_most_common_miss_first() -> None:
     passed = [done("Tokyo", "Tokyo")]
     batch = [*verbose, *wrong, *passed]
     shown = [verbose[0], wrong[0], passed[0]]  # the minibatch: half of the step
-    text = census(batch, shown)
+    text = misses_section(batch, shown)
     lines = [line for line in text.splitlines() if line.startswith("- ")]
     assert lines[0].startswith(
         f"- 3 failed: {kinds.EXTRA} (answers 5.0 words long on average, expected answers 1.0); task 1 above"
@@ -62,7 +62,7 @@ def test_the_census_counts_the_whole_step_most_common_miss_first() -> None:
     assert lines[1].startswith(f"- 2 failed: {kinds.WRONG}") and lines[1].endswith("task 2 above")
     assert lines[2] == "- 1 passed (answers 1.0 words long on average, expected answers 1.0); task 3 above"
     assert "(6 tasks; the prompt shows 3 of them)" in text
-    assert census(passed, passed) == ""  # nothing failed: nothing to count
+    assert misses_section(passed, passed) == ""  # nothing failed: nothing to count
 
 
 def test_contrasts_pair_a_failure_with_a_pass_of_the_same_shape() -> None:

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from skillgrad.backends import claude_code
-from skillgrad.backends.base import Message
+from skillgrad.backends.interface import Message
 from skillgrad.backends.registry import availability, make_agent, make_chat
 from skillgrad.backends.workspace import skill_markdown
-from skillgrad.benchmarks.base import Task
+from skillgrad.benchmarks.contract import Task
 from skillgrad.config import Config
 from skillgrad.errors import StructuredOutputError
 from tests.fakes.anthropic_server import FakeAnthropic, FakeReply, FakeRequest, http_error, text, tool_use

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from skillgrad.backends import codex_args, codex_exec
-from skillgrad.backends.base import Message
+from skillgrad.backends.interface import Message
 from skillgrad.backends.registry import availability, make_agent, make_chat
-from skillgrad.benchmarks.base import Task
+from skillgrad.benchmarks.contract import Task
 from skillgrad.config import Config
 from skillgrad.errors import StructuredOutputError, UserError
 from tests.fakes.codex_cli import require_codex_cli

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from skillgrad.config import TraceConfig
+from skillgrad.traces.any_session import is_codex_file, load_any_session, load_trace_steps
 from skillgrad.traces.codex import parse_jsonl, steps_from_codex_events, unwrap_command
 from skillgrad.traces.codex_rollout import rollout_steps
-from skillgrad.traces.files import is_codex_file, load_any_session, load_trace_steps
 from skillgrad.traces.show import TraceShow, show_trace
 from skillgrad.traces.steps import TraceCaps, is_session_note, render_full
 from skillgrad.traces.view import render_view

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.benchmarks.registry import BUILTINS
+from skillgrad.benchmarks.catalog import BUILTINS
 from skillgrad.config import Config, load_config
 from skillgrad.config.reference import render_reference, sections
 from skillgrad.errors import UserError

@@ -4,8 +4,8 @@ import jsonschema
 import pytest
 
 from skillgrad.backends.local import bounded_schema
-from skillgrad.loop.reflect import AnalystInputs, analyst_messages, patch_schema
-from skillgrad.skill import PROTECT_CLOSE, PROTECT_OPEN, Edit, SkillDoc, diff_edits, edit_targets
+from skillgrad.loop.analyst_prompt import AnalystInputs, analyst_messages, patch_schema
+from skillgrad.skilldoc import PROTECT_CLOSE, PROTECT_OPEN, Edit, SkillDoc, diff_edits, edit_targets
 
 SKILL = f"""# House rules
 

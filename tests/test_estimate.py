@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.benchmarks.base import Task
+from skillgrad.benchmarks.contract import Task
 from skillgrad.config import Config
-from skillgrad.session.estimate import Assumptions, analyst_prompt_chars, estimate, target_prompt_chars
+from skillgrad.session.projection import Assumptions, analyst_prompt_chars, estimate, target_prompt_chars
 from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, text
 from tests.test_train_e2e import is_optimizer, skillgrad
 

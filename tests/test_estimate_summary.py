@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import skillgrad
-from skillgrad.backends import catalog
+from skillgrad.backends import price_tables
 from tests.api_world import FactsWorld, example_namespace, scripted_config
 from tests.fakes.openai_server import ScriptedOpenAI
 
@@ -73,7 +73,7 @@ def test_the_quickstart_estimate_is_a_summary_and_its_json_the_projection() -> N
     assert "dollars: a local model costs nothing" in lines
     # the minutes are the tokens at the measured speed, one call at a time (the model has one slot)
     target = est.as_dict()["by_role"]["target"]
-    speed = catalog.LOCAL_PACKAGED["target"]
+    speed = price_tables.LOCAL_PACKAGED["target"]
     expected = (target["input_tokens"] / speed.prompt_tps + target["output_tokens"] / speed.output_tps) / 60
     assert target["minutes"] == pytest.approx(expected, abs=0.01)
     assert target["speed"]["one_call_at_a_time"] is True and float(rows["target"][-1]) == round(expected, 1)
@@ -96,7 +96,7 @@ def test_dollars_come_from_the_price_table_and_a_cap_below_them_refuses_the_run(
     roomy = skillgrad.estimate(priced_config(example, server, tmp_path, max_usd=100))
     by_role = roomy.as_dict()["by_role"]
     for role, model in (("target", "gpt-4o-mini"), ("optimizer", "gpt-4o")):
-        usage, (usd_in, usd_out) = by_role[role], catalog.OPENAI_PER_MTOK[model]
+        usage, (usd_in, usd_out) = by_role[role], price_tables.OPENAI_PER_MTOK[model]
         assert usage["model"] == model and usage["model_from"] == f"model.{role}_model"
         cost = (usage["input_tokens"] * usd_in + usage["output_tokens"] * usd_out) / 1e6
         assert usage["usd"] == pytest.approx(cost, abs=1e-4) and usage["usd"] > 0

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import json
 
-from skillgrad.loop.echo import COPIED_RATIONALE, PromptEcho, template_texts
-from skillgrad.loop.merge import MergedEdit
-from skillgrad.loop.reflect import PROMPTS
+from skillgrad.loop.analyst_prompt import PROMPTS
+from skillgrad.loop.patch_merge import MergedEdit
+from skillgrad.loop.promptcopy import COPIED_RATIONALE, PromptCopyGuard, template_texts
 from skillgrad.loop.selection import COPIED, select_valid
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.templates import render
 
 EXAMPLE = render(PROMPTS, "analyst_example")
 SHOWN = json.loads(next(line for line in EXAMPLE.splitlines() if line.startswith("{")))
 
 
-def echo() -> PromptEcho:
-    return PromptEcho(template_texts(), example=EXAMPLE)
+def echo() -> PromptCopyGuard:
+    return PromptCopyGuard(template_texts(), example=EXAMPLE)
 
 
 def test_imitations_of_the_examples_content_are_copies_its_rationale_is_blanked() -> None:

@@ -18,12 +18,12 @@ from skillgrad.demos import (
     render_entry,
     with_demos,
 )
+from skillgrad.loop.analyst_prompt import AnalystInputs, analyst_messages, parse_patch, patch_schema, reflect
 from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.checks import CandidateChecks
-from skillgrad.loop.events import Events
-from skillgrad.loop.examples import ExampleWriter, example_offer
-from skillgrad.loop.merge import MergedEdit, Patch, UnionMerge
-from skillgrad.loop.reflect import AnalystInputs, analyst_messages, parse_patch, patch_schema, reflect
+from skillgrad.loop.event_bus import Events
+from skillgrad.loop.example_edits import ExampleWriter, example_offer
+from skillgrad.loop.patch_merge import MergedEdit, Patch, UnionMerge
 from skillgrad.loop.selection import CLIPPED, NOT_TRAIN, REJECTED, no_examples, select_valid
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Strategies
@@ -31,7 +31,7 @@ from skillgrad.package.doc import PackageDoc, skill_demos
 from skillgrad.package.install import flatten
 from skillgrad.package.model import SkillPackage
 from skillgrad.run_folder import RunDir
-from skillgrad.skill import Edit, SkillDoc, edit_targets
+from skillgrad.skilldoc import Edit, SkillDoc, edit_targets
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.values import AgentResult, Reply, Rollout, Score, Task
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from skillgrad.backends.base import AgentResult, Usage
-from skillgrad.benchmarks.base import Task
+from skillgrad.backends.interface import AgentResult, Usage
+from skillgrad.benchmarks.contract import Task
 from skillgrad.config import config_from_data
 from skillgrad.errors import FatalBackendError
-from skillgrad.executors.base import EXECUTORS, open_executor
+from skillgrad.executors.executor import EXECUTORS, open_executor
 from skillgrad.executors.job import RolloutJob, job_for, restore_outcome, run_job, secret_env, worker_config
 from skillgrad.executors.ray_cluster import runtime_env
 from skillgrad.executors.threads import ThreadExecutor

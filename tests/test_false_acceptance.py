@@ -20,11 +20,11 @@ from collections.abc import Callable
 import pytest
 
 from skillgrad.activation.metrics import TriggerF1, TriggerGate
-from skillgrad.loop.gate import Gate, ValResults, make_gate
+from skillgrad.loop.decision.gate import Gate, ValResults, make_gate
+from skillgrad.loop.decision.judge import judge
+from skillgrad.loop.decision.pool_entry import EntryGate
+from skillgrad.loop.decision.racing import Race, ValUnit, validate
 from skillgrad.loop.search.dominance import Scored, item_means
-from skillgrad.loop.search.entry import EntryGate
-from skillgrad.loop.validate import Race, ValUnit, validate
-from skillgrad.loop.verdict import judge
 from skillgrad.values import AgentResult, Rollout, Score, Task
 
 ITEMS, K, ALPHA, TRIALS = 16, 3, 0.05, 600

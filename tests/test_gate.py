@@ -8,12 +8,18 @@ import random
 
 import pytest
 
-from skillgrad.backends.base import AgentResult
-from skillgrad.benchmarks.base import Score, Task
-from skillgrad.loop.gate import PairedGate, StrictGate, make_gate, mean_of, optimistic
+from skillgrad.backends.interface import AgentResult
+from skillgrad.benchmarks.contract import Score, Task
+from skillgrad.loop.decision.gate import PairedGate, StrictGate, make_gate, mean_of, optimistic
+from skillgrad.loop.decision.racing import Race, ValUnit, next_wave, race_order, validate
+from skillgrad.loop.decision.significance import (
+    GRID,
+    SHARE,
+    SWEEP_LOG_ODDS,
+    p_value_floor,
+    paired_permutation_test,
+)
 from skillgrad.loop.rollout import Rollout
-from skillgrad.loop.significance import GRID, SHARE, SWEEP_LOG_ODDS, p_value_floor, paired_permutation_test
-from skillgrad.loop.validate import Race, ValUnit, next_wave, race_order, validate
 
 
 def results(*rows: list[float]) -> dict[str, list[float]]:

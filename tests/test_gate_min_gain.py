@@ -7,13 +7,13 @@ import random
 
 import pytest
 
-from skillgrad.backends.base import AgentResult
-from skillgrad.benchmarks.base import Score, Task
+from skillgrad.backends.interface import AgentResult
+from skillgrad.benchmarks.contract import Score, Task
 from skillgrad.config import OptimizerConfig
-from skillgrad.loop.gate import StrictGate, make_gate
+from skillgrad.loop.decision.gate import StrictGate, make_gate
+from skillgrad.loop.decision.racing import Race, ValUnit, validate
 from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.strategies import Strategies
-from skillgrad.loop.validate import Race, ValUnit, validate
 
 
 def items(*values: float) -> dict[str, list[float]]:

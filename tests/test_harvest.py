@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from skillgrad.backends.base import AgentResult, Message, Reply, Usage
+from skillgrad.backends.interface import AgentResult, Message, Reply, Usage
 from skillgrad.benchmarks.harvested import (
     HarvestedBenchmark,
     HarvestedOptions,
@@ -20,8 +20,8 @@ from skillgrad.benchmarks.harvested import (
 )
 from skillgrad.config import load_config
 from skillgrad.errors import UserError
-from skillgrad.harvest.cluster import cluster_ids
 from skillgrad.harvest.command import harvest
+from skillgrad.harvest.grouping import cluster_ids
 from skillgrad.harvest.proposal import adopt, propose, skill_file, undo
 from skillgrad.harvest.secrets import redact_patterns
 from skillgrad.redact import Redactor
@@ -324,7 +324,7 @@ CODEX_SESSIONS = Path(__file__).parent / "fixtures" / "codex" / "sessions"
 
 def test_codex_sessions_harvest_and_trace(tmp_path: Path) -> None:
     """Real rollout files the pinned Codex CLI wrote (tests/fixtures/codex/capture_sessions.py)."""
-    from skillgrad.traces.files import load_any_session
+    from skillgrad.traces.any_session import load_any_session
 
     out = tmp_path / "codex.jsonl"
     summary = harvest(CODEX_SESSIONS, None, out, Redactor())

@@ -111,7 +111,7 @@ def test_an_empty_answer_in_the_data_is_refused(tmp_path: Path) -> None:
     """Issue 12, defect 12: `answers: [""]` would score an empty reply as correct."""
     import pytest
 
-    from skillgrad.benchmarks.registry import load_benchmark
+    from skillgrad.benchmarks.catalog import load_benchmark
     from skillgrad.config import Config
     from skillgrad.errors import UserError
 
@@ -128,7 +128,7 @@ def test_an_empty_answer_in_the_data_is_refused(tmp_path: Path) -> None:
 
 def test_text_after_a_nested_protected_region_stays_protected() -> None:
     """Issue 12, defect 12: a region nested in another ends with the OUTER close."""
-    from skillgrad.skill import Edit, SkillDoc
+    from skillgrad.skilldoc import Edit, SkillDoc
 
     text = (
         "intro\n<!-- protected -->\nouter A\n<!-- protected -->\ninner B\n<!-- /protected -->\n"

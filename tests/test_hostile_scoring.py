@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from skillgrad.backends.base import AgentResult
-from skillgrad.benchmarks.base import AgenticBenchmark, Task
-from skillgrad.benchmarks.registry import load_benchmark
+from skillgrad.backends.interface import AgentResult
+from skillgrad.benchmarks.catalog import load_benchmark
+from skillgrad.benchmarks.contract import AgenticBenchmark, Task
 from skillgrad.cache import CachedAgent, CallCache
 from skillgrad.config import Config
 from tests.two_fer import SOLUTION, make_exercise

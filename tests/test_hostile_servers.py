@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from skillgrad.backends.anthropic_api import AnthropicChat
-from skillgrad.backends.base import Message
+from skillgrad.backends.interface import Message
 from skillgrad.backends.openai_compat import OpenAIChat
 from skillgrad.errors import BackendError, FatalBackendError
 from tests.fakes.anthropic_server import FakeAnthropic, http_error

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from skillgrad.backends.base import AgentResult
+from skillgrad.backends.interface import AgentResult
+from skillgrad.benchmarks.catalog import load_benchmark
 from skillgrad.benchmarks.housefacts import FACTS, HOUSE, HousefactsBenchmark
-from skillgrad.benchmarks.registry import load_benchmark
 from skillgrad.config import load_config
 from skillgrad.errors import UserError
 

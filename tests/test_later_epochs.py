@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillgrad.loop.gate import make_gate
+from skillgrad.loop.decision.gate import make_gate
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.stopping import note_reflected, stop_reason
-from skillgrad.skill import Edit, SkillDoc
+from skillgrad.skilldoc import Edit, SkillDoc
 from skillgrad.values import Task
 from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, text
 from tests.test_train_e2e import history, is_optimizer, read_json, skillgrad, target_answer, write_config

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from skillgrad.backends import local
-from skillgrad.backends.base import Message
+from skillgrad.backends.interface import Message
 from skillgrad.backends.local_models import (
     DEFAULT_MODEL,
     PackagedModel,
@@ -29,7 +29,7 @@ from skillgrad.backends.local_models import (
     resolve_local_model,
 )
 from skillgrad.backends.registry import Backends, make_agent, make_chat
-from skillgrad.benchmarks.base import Task
+from skillgrad.benchmarks.contract import Task
 from skillgrad.config import Config, load_config
 from skillgrad.errors import BackendError, UserError
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from skillgrad.loop.events import Events
+from skillgrad.loop.event_bus import Events
 from tests.fakes.local_http import JsonHandler, LocalServer
 from tests.fakes.openai_server import ScriptedOpenAI
 from tests.needs import need_module

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("openai")
 
 from skillgrad.backends import openai_compat
-from skillgrad.backends.base import Message
 from skillgrad.backends.common import one_line
+from skillgrad.backends.interface import Message
 from skillgrad.backends.registry import Backends
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError

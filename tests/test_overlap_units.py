@@ -1,4 +1,4 @@
-"""Overlap bookkeeping and early stop, as pure units: what `Ahead` hands out and when a run stops."""
+"""Overlap bookkeeping and early stop as pure units: what `PrefetchedRollouts` hands out, when a run stops."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from skillgrad.backends.base import AgentResult
-from skillgrad.benchmarks.base import Score, Task
-from skillgrad.loop.ahead import Ahead
-from skillgrad.loop.gate import StrictGate
+from skillgrad.backends.interface import AgentResult
+from skillgrad.benchmarks.contract import Score, Task
+from skillgrad.loop.decision.gate import StrictGate
+from skillgrad.loop.prefetch import PrefetchedRollouts
 from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.stopping import stop_reason
-from skillgrad.skill import SkillDoc
+from skillgrad.skilldoc import SkillDoc
 
 
 def rollouts(*passed: bool) -> list[Rollout]:
@@ -26,7 +26,7 @@ def rollouts(*passed: bool) -> list[Rollout]:
 
 def test_ahead_hands_out_only_rollouts_made_with_the_right_skill() -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
-        ahead = Ahead(pool)
+        ahead = PrefetchedRollouts(pool)
         release = threading.Event()
 
         def slow() -> list[Rollout]:
@@ -50,7 +50,7 @@ def test_ahead_reraises_what_the_rollouts_raised() -> None:
         raise RuntimeError("budget")
 
     with ThreadPoolExecutor(max_workers=1) as pool:
-        ahead = Ahead(pool)
+        ahead = PrefetchedRollouts(pool)
         ahead.start(1, "s", broken)
         with pytest.raises(RuntimeError, match="budget"):
             ahead.take(1, "s")

@@ -19,7 +19,7 @@ from skillgrad.package.install import flatten, skill_prompt_text
 from skillgrad.package.model import SkillPackage, as_package, is_package, path_problem
 from skillgrad.run_folder import RunDir
 from skillgrad.session.resume import load_checkpoint
-from skillgrad.skill import Edit, SkillDoc
+from skillgrad.skilldoc import Edit, SkillDoc
 from skillgrad.values import Task
 
 SKILL_MD = "---\ndescription: House CLI conventions\n---\n# House\n\n- Read references/flags.md first.\n"

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import jsonschema
 
+from skillgrad.loop.analyst_prompt import AnalystInputs, analyst_messages
 from skillgrad.loop.checks import CandidateChecks, front_matter, script_problem
-from skillgrad.loop.merge import MergedEdit
-from skillgrad.loop.reflect import AnalystInputs, analyst_messages
+from skillgrad.loop.patch_merge import MergedEdit
 from skillgrad.loop.selection import COPIES_TASK, INAPPLICABLE, select_valid
 from skillgrad.loop.taskcopy import TaskCopyGuard
 from skillgrad.package.model import SkillPackage
 from skillgrad.package.prompt import package_schema, touched_files
 from skillgrad.report.package_diff import version_diffs, version_sizes
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.traces.steps import TraceCaps, TraceStep
 from skillgrad.values import AgentResult, Rollout, Score, Task
 

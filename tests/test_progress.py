@@ -11,13 +11,13 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from skillgrad.loop.events import Events
-from skillgrad.loop.records import skip_note
+from skillgrad.loop.event_bus import Events
 from skillgrad.loop.selection import CLIPPED, REJECTED
+from skillgrad.loop.step_records import skip_note
 from skillgrad.observe.formatting import describe
 from skillgrad.observe.live import RichObserver
 from skillgrad.observe.progress import LogFileObserver, PlainObserver, make_observers
-from skillgrad.skill import Edit, SkillDoc
+from skillgrad.skilldoc import Edit, SkillDoc
 from tests.report_fixture import make_run, run_events
 
 

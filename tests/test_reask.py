@@ -1,10 +1,10 @@
 """When the re-ask happens: edits proposed, none selected, a non-empty single-file skill, once."""
 
-from skillgrad.loop.merge import MergedEdit, Patch
-from skillgrad.loop.reflection import should_reask
+from skillgrad.loop.patch_merge import MergedEdit, Patch
+from skillgrad.loop.reflect_stage import should_reask
 from skillgrad.loop.selection import INAPPLICABLE, Dropped, Selection
 from skillgrad.package.model import SkillPackage
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 
 SKILL = "# Skill\n\nAnswer briefly.\n"
 SAME = Edit("replace", "Answer briefly.", "Answer briefly.")

@@ -1,6 +1,6 @@
-from skillgrad.backends.base import AgentResult
-from skillgrad.benchmarks.base import Score, Task
-from skillgrad.loop.reflect import (
+from skillgrad.backends.interface import AgentResult
+from skillgrad.benchmarks.contract import Score, Task
+from skillgrad.loop.analyst_prompt import (
     TRACE_HEADING,
     AnalystInputs,
     analyst_messages,
@@ -9,7 +9,7 @@ from skillgrad.loop.reflect import (
     trace_sections,
 )
 from skillgrad.loop.rollout import Rollout
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.traces.steps import TraceCaps, TraceStep
 from skillgrad.traces.view import render_steps
 

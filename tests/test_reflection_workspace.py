@@ -26,15 +26,15 @@ from skillgrad.backends.reading import (
 from skillgrad.cache import CachedChatModel, CallCache
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, StructuredOutputError, UserError
-from skillgrad.evidence.casefile import Redaction, build_casefile, redacted
-from skillgrad.evidence.desk import Desk, with_guide
 from skillgrad.evidence.fulltrace import WRAP_CHARS, full_trace, locator
 from skillgrad.evidence.mode import reads_workspace, reflection_mode
 from skillgrad.evidence.opened import opened, read_ranges
+from skillgrad.evidence.reflection_workspace import WorkspaceOpener, with_guide
+from skillgrad.evidence.workspace_files import Redaction, build_workspace_files, redacted
 from skillgrad.package.model import SkillPackage
 from skillgrad.redact import Redactor
 from skillgrad.run_folder import RunDir
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.traces.view import render_view
 from skillgrad.values import AgentResult, Message, Reply, Rollout, Score, Task, TraceStep, Usage
@@ -130,7 +130,7 @@ def test_casefile_holds_each_task_in_full_and_the_skill_package() -> None:
     package = SkillPackage({"SKILL.md": "# Capitals\n", "references/list.md": "Berlin\n"}).encode()
     rollouts = [rollout("q1", passed=False, steps=long_session(10)), rollout("q2", passed=True)]
     rejected = [Edit("add", "end", "Say Bonn.")]
-    case = build_casefile(package, rollouts, rejected, include_traces=True)
+    case = build_workspace_files(package, rollouts, rejected, include_traces=True)
     files = case.files
     assert {"tasks/01/task.md", "tasks/01/answer.txt", "tasks/01/expected.txt", "tasks/01/score.json"} <= set(
         files
@@ -150,14 +150,14 @@ def test_casefile_holds_each_task_in_full_and_the_skill_package() -> None:
     )
     assert files["README.md"].endswith(case.listing + "\n")
     assert case.locators[0] is not None and case.locators[1] is None
-    none = build_casefile("# s\n", rollouts, [], include_traces=False)  # model.trace_to_optimizer off
+    none = build_workspace_files("# s\n", rollouts, [], include_traces=False)  # model.trace_to_optimizer off
     assert not [p for p in none.files if p.endswith(("trace_full.txt", "transcript.jsonl"))]
 
 
 def test_every_text_of_a_rollout_is_redacted_before_anything_is_rendered() -> None:
     steps = [TraceStep("tool_result", f"leaked {KEY}\nmore", tool="Bash")]
     clean = redacted(rollout("q1", passed=False, steps=steps, secret=KEY), redaction())
-    case = build_casefile("# s\n", [clean], [], include_traces=True)
+    case = build_workspace_files("# s\n", [clean], [], include_traces=True)
     assert not [path for path, text in case.files.items() if KEY in text]
     assert KEY not in json.dumps(clean.task.to_json()) + clean.result.answer + clean.score.feedback
     assert KEY not in (clean.result.error or "") + json.dumps(clean.result.raw) + clean.result.trace[0].text
@@ -172,7 +172,7 @@ def test_the_desk_writes_a_fresh_folder_and_records_what_was_read(tmp_path: Path
     stale.parent.mkdir(parents=True)
     stale.write_text("from a killed run")
     chat = FakeReader([])
-    desk = Desk(run, ReadingBounds(4, 60)).open(
+    workspace = WorkspaceOpener(run, ReadingBounds(4, 60)).open(
         1,
         "mb_00",
         chat,
@@ -181,9 +181,9 @@ def test_the_desk_writes_a_fresh_folder_and_records_what_was_read(tmp_path: Path
         [],
         include_traces=True,
     )
-    assert not stale.exists() and desk.folder == run.root / "steps/0001/reflections/mb_00"
-    assert KEY not in (desk.folder / "skill" / "SKILL.md").read_text()
-    record = desk.record(
+    assert not stale.exists() and workspace.folder == run.root / "steps/0001/reflections/mb_00"
+    assert KEY not in (workspace.folder / "skill" / "SKILL.md").read_text()
+    record = workspace.record(
         Investigation(
             Reply("{}"),
             (
@@ -524,7 +524,7 @@ def test_workspace_on_a_chat_optimizer_is_a_one_line_error(
 
 
 def test_the_estimate_counts_a_workspace_analysts_turns(tmp_path: Path) -> None:
-    from skillgrad.session.estimate import Assumptions, estimate
+    from skillgrad.session.projection import Assumptions, estimate
 
     tasks = [Task(f"q{i}", f"Question {i}?", answers=("a",)) for i in range(8)]
     splits = {"train": tasks, "val": tasks[:4]}

@@ -27,9 +27,9 @@ from skillgrad.budget import BudgetStop, Ledger
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, FatalBackendError, TrainingFailed
 from skillgrad.loop.accounting import Accounting
-from skillgrad.loop.events import Events
-from skillgrad.loop.merge import Patch
-from skillgrad.loop.reflection import Reflection
+from skillgrad.loop.event_bus import Events
+from skillgrad.loop.patch_merge import Patch
+from skillgrad.loop.reflect_stage import Reflection
 from skillgrad.loop.stages import Roles, RolloutRunner
 from skillgrad.loop.state import TrainState
 from skillgrad.run_folder import RunDir

@@ -2,9 +2,9 @@
 
 import pytest
 
-from skillgrad.loop.reflect import AnalystInputs
+from skillgrad.loop.analyst_prompt import AnalystInputs
 from skillgrad.loop.rewrite import extract_skill, rewrite_messages
-from skillgrad.skill import PROTECT_CLOSE, PROTECT_OPEN, Edit, SkillDoc, diff_edits
+from skillgrad.skilldoc import PROTECT_CLOSE, PROTECT_OPEN, Edit, SkillDoc, diff_edits
 
 OLD = "# Skill\n\nAnswer briefly.\nUse metric units.\nOld rule.\n"
 NEW = (
@@ -71,7 +71,7 @@ def test_a_cut_reply_keeps_its_rules_up_to_the_echo_of_the_prompt():
 
 
 def test_a_cut_rewrite_adds_and_replaces_but_never_deletes(tmp_path):
-    from skillgrad.backends.base import Reply
+    from skillgrad.backends.interface import Reply
     from skillgrad.loop.rewrite import reflect_rewrite
 
     class Cut:

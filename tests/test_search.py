@@ -17,26 +17,26 @@ from skillgrad.config import Config
 from skillgrad.errors import StructuredOutputError
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.checks import CandidateChecks
-from skillgrad.loop.events import Events
-from skillgrad.loop.gate import make_gate
-from skillgrad.loop.search.base import SearchContext
+from skillgrad.loop.decision.gate import make_gate
+from skillgrad.loop.decision.pool_entry import EntryGate
+from skillgrad.loop.decision.racing import Race, validate
+from skillgrad.loop.event_bus import Events
 from skillgrad.loop.search.dominance import Scored, dominates, frontier
-from skillgrad.loop.search.entry import EntryGate
 from skillgrad.loop.search.frontier import FrontierSearch
-from skillgrad.loop.search.merging import merge_pair
+from skillgrad.loop.search.lineage_merge import merge_pair
 from skillgrad.loop.search.parents import PARENTS, item_weights, parent_rng
 from skillgrad.loop.search.pool import Member, Pool
+from skillgrad.loop.search.protocol import SearchContext
 from skillgrad.loop.search.resolve import Side, parse_resolutions, resolve
 from skillgrad.loop.search.threeway import Conflict, merge_skills
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Strategies, search_settings
-from skillgrad.loop.validate import Race, validate
 from skillgrad.package.model import SkillPackage, as_package
+from skillgrad.report.candidate_tree import search_view
 from skillgrad.report.data import load_run
-from skillgrad.report.search import search_view
 from skillgrad.run_folder import RunDir
-from skillgrad.session.estimate import Assumptions, estimate
-from skillgrad.skill import Edit, SkillDoc
+from skillgrad.session.projection import Assumptions, estimate
+from skillgrad.skilldoc import Edit, SkillDoc
 from skillgrad.values import AgentResult, Reply, Rollout, Score, Task, Usage
 
 
@@ -346,7 +346,7 @@ def test_a_merge_step_validates_the_resolved_merge(tmp_path: Path) -> None:
     search, state = frontier_search(tmp_path, chat), conflicting_state()
     search.begin(state, 2, 1)
     assert search.parent == 1 and state.current_text == state.pool.member(1).text  # type: ignore[union-attr]
-    proposal = search.merge(state, 2)
+    proposal = search.merge_lineages(state, 2)
     assert proposal is not None and len(chat.calls) == 1
     candidate, outcomes, blocked = proposal
     assert candidate.text == "- rule one, bold italics\n- rule two\n" and blocked is None
@@ -366,7 +366,7 @@ def test_a_skipped_merge_says_why_and_the_step_draws_a_parent(tmp_path: Path) ->
     chat = ScriptedChat({"resolutions": [], "skip_reason": "the two rules contradict"})
     search, state = frontier_search(tmp_path, chat), conflicting_state()
     search.begin(state, 2, 1)
-    assert search.merge(state, 2) is None
+    assert search.merge_lineages(state, 2) is None
     pool = state.pool
     assert pool is not None and pool.merges[0].outcome == "skipped"
     assert "contradict" in pool.merges[0].reason

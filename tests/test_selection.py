@@ -3,11 +3,11 @@ rejected earlier, count against the learning rate."""
 
 import re
 
-from skillgrad.loop.echo import PromptEcho, template_texts
-from skillgrad.loop.merge import MergedEdit, Patch, UnionMerge
-from skillgrad.loop.reflect import AnalystInputs, analyst_messages
+from skillgrad.loop.analyst_prompt import AnalystInputs, analyst_messages
+from skillgrad.loop.patch_merge import MergedEdit, Patch, UnionMerge
+from skillgrad.loop.promptcopy import PromptCopyGuard, template_texts
 from skillgrad.loop.selection import CLIPPED, COPIED, INAPPLICABLE, REJECTED, SupportRank, select_valid
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.traces.steps import TraceCaps
 
 SKILL = "# Skill\n\nAnswer briefly.\n"
@@ -71,7 +71,7 @@ def test_clipping_counts_only_applicable_edits():
 
 
 def test_edit_copied_from_a_prompt_template_is_dropped():
-    echo = PromptEcho.of_templates()
+    echo = PromptCopyGuard.of_templates()
     placeholder = Edit("add", "end", "Rejected edits")  # a quoted span of a template
     line = Edit("add", "end", "- One rule per edit. Short, concrete, checkable.")
     stretch = Edit("add", "end", "Write general rules, never the answer to one particular task")
@@ -96,7 +96,7 @@ def test_the_example_edit_is_shown_only_when_shape_example_is_on():
     assert "Nf3" not in system(False) and "chess" not in system(False)
     assert system(False).rstrip().endswith('{"edits": [ ... ]}')
     # a copy of it is dropped either way: the filter reads every template
-    assert PromptEcho.of_templates()(Edit("add", "end", "write chess moves in short algebraic notation"))
+    assert PromptCopyGuard.of_templates()(Edit("add", "end", "write chess moves in short algebraic notation"))
 
 
 def test_prompt_templates_carry_no_concrete_rule_to_copy():

@@ -1,4 +1,4 @@
-from skillgrad.skill import PROTECT_CLOSE, PROTECT_OPEN, Edit, SkillDoc
+from skillgrad.skilldoc import PROTECT_CLOSE, PROTECT_OPEN, Edit, SkillDoc
 
 SKILL = f"""# House rules
 

@@ -1,6 +1,6 @@
-from skillgrad.loop.merge import Patch, UnionMerge
+from skillgrad.loop.patch_merge import Patch, UnionMerge
 from skillgrad.loop.selection import SupportRank, clip, constant, cosine, linear
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 
 
 def test_schedules_start_high_end_low():

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from skillgrad.config import TraceConfig
+from skillgrad.traces.any_session import load_any_session
 from skillgrad.traces.claude import load_session
-from skillgrad.traces.files import load_any_session
-from skillgrad.traces.session import ParsedSession
+from skillgrad.traces.parsed_session import ParsedSession
 from skillgrad.traces.show import TraceShow, show_trace
 from skillgrad.traces.steps import TraceCaps, TraceStep, is_session_note, one_line
 from skillgrad.traces.user_turns import BOILERPLATE, boilerplate

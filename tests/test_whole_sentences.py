@@ -17,8 +17,8 @@ from skillgrad.backends.local_models import pull_default_model
 from skillgrad.backends.registry import make_chat
 from skillgrad.backends.sentences import whole_sentences
 from skillgrad.config import load_config
-from skillgrad.loop.reflect import parse_patch, patch_schema
-from skillgrad.skill import SkillDoc
+from skillgrad.loop.analyst_prompt import parse_patch, patch_schema
+from skillgrad.skilldoc import SkillDoc
 from skillgrad.values import Message
 
 pytestmark = pytest.mark.timeout(180, method="thread")

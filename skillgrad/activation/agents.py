@@ -21,8 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 from skillgrad.activation.description import description_of
 from skillgrad.activation.distractors import Distractor, install_distractors
 from skillgrad.activation.triggers import NONE, is_trigger_task
-from skillgrad.backends.base import Agent
 from skillgrad.backends.chat_agent import ChatAgent
+from skillgrad.backends.interface import Agent
 from skillgrad.backends.workspace import install_skill
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError, UserError

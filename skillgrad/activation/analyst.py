@@ -22,9 +22,9 @@ from skillgrad.activation.description import (
 )
 from skillgrad.activation.distractors import Distractor
 from skillgrad.activation.triggers import should_trigger
-from skillgrad.backends.base import ChatModel
-from skillgrad.loop.merge import Patch
-from skillgrad.loop.reflect import AnalystInputs, tidy_messages
+from skillgrad.backends.interface import ChatModel
+from skillgrad.loop.analyst_prompt import AnalystInputs, tidy_messages
+from skillgrad.loop.patch_merge import Patch
 from skillgrad.templates import render
 from skillgrad.values import Effort, Message, Reply, Rollout
 

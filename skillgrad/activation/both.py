@@ -23,17 +23,17 @@ from typing import Any
 
 from skillgrad.activation.description import description_of, own_description, with_description
 from skillgrad.activation.world import TriggerWorld
-from skillgrad.benchmarks.base import Benchmark
+from skillgrad.benchmarks.contract import Benchmark
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
-from skillgrad.loop.events import Events
+from skillgrad.loop.event_bus import Events
 from skillgrad.loop.plan import make_plan
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import Roles, RolloutRunner
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.trainer import Trainer
 from skillgrad.run_folder import RunDir, version_name
-from skillgrad.skill import SkillDoc
+from skillgrad.skilldoc import SkillDoc
 
 DESCRIPTION_DIR = "description"  # the description part's run folder inside the run's
 UNNAMED = "unnamed"  # test/vNNNN-unnamed/: the tasks with the skill loaded as the harness chooses

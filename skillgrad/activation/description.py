@@ -22,7 +22,7 @@ from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.package.install import main_file
 from skillgrad.package.model import SKILL_FILE, as_package
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 
 DESCRIPTION_LIMIT = 1024
 _DESCRIPTION_LINE = re.compile(r"^description:[ \t]*\S.*$", re.MULTILINE)

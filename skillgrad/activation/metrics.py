@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skillgrad.loop.gate import Gate, GateDecision, ValResults, compared, optimistic
+from skillgrad.loop.decision.gate import Gate, GateDecision, ValResults, compared, optimistic
 
 EPSILON = 1e-9
 

@@ -10,12 +10,12 @@ from skillgrad.activation.agents import activation_agent, activation_settings
 from skillgrad.activation.both import Alternating
 from skillgrad.activation.description import with_front_matter
 from skillgrad.activation.world import ActivationPlan, trigger_world
-from skillgrad.backends.base import Agent
-from skillgrad.benchmarks.base import Benchmark
+from skillgrad.backends.interface import Agent
+from skillgrad.benchmarks.contract import Benchmark
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
-from skillgrad.loop.custom import Custom
-from skillgrad.loop.events import Events
+from skillgrad.loop.custom_strategies import Custom
+from skillgrad.loop.event_bus import Events
 from skillgrad.loop.stages import Roles
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Strategies
@@ -48,7 +48,7 @@ def make_trainer(
     custom: Custom | None = None,
 ) -> Trainer:
     """The run's trainer; `part`: a resumed `both` run's description checkpoint; `custom`: the
-    strategies the caller handed in as objects (a body run's alone: api/strategies.py)."""
+    strategies the caller handed in as objects (a body run's alone: api/strategy_args.py)."""
     if plan is None:
         assert benchmark is not None
         strategies = Strategies.from_config(cfg.optimizer, custom)

@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skillgrad.activation.detect import loaded_skills
-from skillgrad.benchmarks.base import Benchmark
+from skillgrad.benchmarks.contract import Benchmark
 from skillgrad.benchmarks.splits import check_unique, iter_jsonl, row_id, safe_task_id, text_field
 from skillgrad.config import Config
 from skillgrad.errors import UserError
-from skillgrad.skill import normalize_text
+from skillgrad.skilldoc import normalize_text
 from skillgrad.values import SPLITS, AgentResult, Score, Split, Task
 
 SHOULD = "loads the skill"

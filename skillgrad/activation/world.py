@@ -18,9 +18,9 @@ from skillgrad.activation.description import description_limit, with_front_matte
 from skillgrad.activation.distractors import Distractor, load_distractors
 from skillgrad.activation.metrics import TriggerF1, TriggerGate
 from skillgrad.activation.triggers import TriggerBenchmark, should_trigger, split_triggers, trigger_pool
-from skillgrad.benchmarks.base import Benchmark
+from skillgrad.benchmarks.contract import Benchmark
 from skillgrad.config import Config
-from skillgrad.loop.gate import make_gate
+from skillgrad.loop.decision.gate import make_gate
 from skillgrad.loop.stages import Roles, TrainingFailed
 from skillgrad.loop.strategies import Strategies
 from skillgrad.values import Split, Task

@@ -1,9 +1,9 @@
 """Progress for Python callers: the events the CLI prints, handed to plain callables.
 
 An observer is any callable taking an `Event` (what it returns is ignored), or an object with the
-`event(kind, fields)` / `close()` methods of `skillgrad.loop.events.Observer`. An observer that
+`event(kind, fields)` / `close()` methods of `skillgrad.loop.event_bus.Observer`. An observer that
 raises is switched off, named once in a warning on stderr and a `message` event, and the run goes
-on (`skillgrad.loop.events.Events`).
+on (`skillgrad.loop.event_bus.Events`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, TextIO
 
-from skillgrad.loop.events import Events, Observer
+from skillgrad.loop.event_bus import Events, Observer
 from skillgrad.observe.formatting import describe, stamp
 from skillgrad.observe.progress import PlainObserver, terminal_observer
 
@@ -24,7 +24,7 @@ EventKind = Literal["run_start", "stage_start", "task_done", "stage_end", "step_
 @dataclass(frozen=True)
 class Event:
     """One progress event. `kind` and the `fields` it carries are those of the CLI's progress
-    (docs/api.md lists them; `skillgrad.loop.events` is their source): e.g. `step_end` has step,
+    (docs/api.md lists them; `skillgrad.loop.event_bus` is their source): e.g. `step_end` has step,
     epoch, action (accepted | rejected | skipped), val_score, best_score, usage. Every event has
     `time`, the seconds since the run started."""
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from skillgrad.api.skill import Skill
-from skillgrad.benchmarks.base import Benchmark
+from skillgrad.benchmarks.catalog import IN_PYTHON, check_benchmark_object
+from skillgrad.benchmarks.contract import Benchmark
 from skillgrad.benchmarks.custom import resolve_scorer, user_scorer
 from skillgrad.benchmarks.qa import PoolBenchmark, TaskScorer, read_qa_jsonl, require_data
-from skillgrad.benchmarks.registry import IN_PYTHON, check_benchmark_object
 from skillgrad.config import Config, config_from_data, load_config, resolve_roles
 from skillgrad.errors import UserError
 from skillgrad.package.wiring import check_initial_package

@@ -28,10 +28,10 @@ from skillgrad.api.inputs import (
 from skillgrad.api.results import EvalResult, TaskResult, TrainResult
 from skillgrad.api.scope import PROCESS
 from skillgrad.api.skill import Skill
-from skillgrad.api.strategies import AgentLike, GateLike, ParentLike, SearchLike, as_strategies
+from skillgrad.api.strategy_args import AgentLike, GateLike, ParentLike, SearchLike, as_strategies
 from skillgrad.config import Config
 from skillgrad.errors import UserError
-from skillgrad.loop.events import Observer
+from skillgrad.loop.event_bus import Observer
 from skillgrad.run_folder import RunDir
 from skillgrad.session import commands
 from skillgrad.session.build import default_out

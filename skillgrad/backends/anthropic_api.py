@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends import catalog
+from skillgrad.backends import price_tables
 from skillgrad.backends.sdk_chat import RoleSettings, SdkChat, SdkClients, keyed_availability
 from skillgrad.config import Config
 from skillgrad.lazy import lazy_import
@@ -34,13 +34,13 @@ else:
 
 BACKEND = "anthropic_chat"
 KEY_ENV = "ANTHROPIC_API_KEY"
-DEFAULT_MODEL = catalog.DEFAULT_MODELS[BACKEND]
+DEFAULT_MODEL = price_tables.DEFAULT_MODELS[BACKEND]
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 
 # List prices in USD per 1M tokens (input, output), matched by model-id prefix: `catalog`.
 # Unknown models get cost_usd=None.
-PRICES_PER_MTOK = catalog.ANTHROPIC_PER_MTOK
-prices_for = catalog.anthropic_per_mtok
+PRICES_PER_MTOK = price_tables.ANTHROPIC_PER_MTOK
+prices_for = price_tables.anthropic_per_mtok
 # Cache reads cost a tenth of the input price, cache writes (5 minutes) a quarter more.
 _CACHE_READ, _CACHE_WRITE = 0.1, 1.25
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skillgrad.backends.base import ChatModel
+from skillgrad.backends.interface import ChatModel
 from skillgrad.errors import BackendError, FatalBackendError
 from skillgrad.package.install import skill_prompt_text
 from skillgrad.templates import render

@@ -129,7 +129,7 @@ def _tool_names(allowed: list[str]) -> list[str]:
 
 
 class ClaudeCodeAgent:
-    """The target role. Never raises for one task's failure (see backends/base.py)."""
+    """The target role. Never raises for one task's failure (see backends/interface.py)."""
 
     name = BACKEND
     skills_dir = ".claude/skills"  # where Claude Code discovers a workspace's project skills

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from skillgrad.backends.base import CallMeter
+from skillgrad.backends.interface import CallMeter
 from skillgrad.backends.retry import AttemptFailed, with_retries
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config

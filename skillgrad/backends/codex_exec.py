@@ -137,7 +137,7 @@ def _session(run: CodexRun, workspace: Path | None) -> CodexSession:
 
 
 class CodexAgent:
-    """The target role. Never raises for one task's failure (see backends/base.py)."""
+    """The target role. Never raises for one task's failure (see backends/interface.py)."""
 
     name = BACKEND
     skills_dir = SKILLS_DIR

@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from skillgrad.backends.base import CallMeter
+from skillgrad.backends.interface import CallMeter
 from skillgrad.backends.local_models import (
     DEFAULT_CACHE_DIR,
     check_fits_memory,

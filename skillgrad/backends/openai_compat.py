@@ -17,7 +17,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends import catalog
+from skillgrad.backends import price_tables
 from skillgrad.backends.sdk_chat import RoleSettings, SdkChat, SdkClients, keyed_availability
 from skillgrad.config import Config
 from skillgrad.lazy import lazy_import
@@ -30,11 +30,11 @@ else:
 
 BACKEND = "openai_chat"
 KEY_ENV = "OPENAI_API_KEY"
-DEFAULT_MODEL = catalog.DEFAULT_MODELS[BACKEND]
+DEFAULT_MODEL = price_tables.DEFAULT_MODELS[BACKEND]
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 # List prices in USD per 1M tokens (input, output): `catalog`. Unknown models get cost_usd=None.
-PRICES_PER_MTOK = catalog.OPENAI_PER_MTOK
+PRICES_PER_MTOK = price_tables.OPENAI_PER_MTOK
 _REASONING_MODEL = re.compile(r"^(o\d+|gpt-5)([-.]|$)")
 _SCHEMA_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -50,7 +50,7 @@ def is_reasoning_model(model: str) -> bool:
 
 def price_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:
     """List price of one call for a known OpenAI model (dated snapshots included), else None."""
-    prices = catalog.openai_per_mtok(model)
+    prices = price_tables.openai_per_mtok(model)
     if prices is None:
         return None
     return (input_tokens * prices[0] + output_tokens * prices[1]) / 1_000_000

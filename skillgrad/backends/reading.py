@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from skillgrad.backends.base import CallMeter
+from skillgrad.backends.interface import CallMeter
 from skillgrad.backends.retry import AttemptFailed, with_retries
 from skillgrad.backends.structured import complete_structured
 from skillgrad.errors import BackendError, BudgetExceeded, StructuredOutputError

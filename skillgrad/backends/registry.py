@@ -3,7 +3,7 @@ backends of one run.
 
 What each backend is (roles, harness, cache-key settings, turns per task) is its `BackendSpec` in
 `skillgrad.backend_specs`, read without loading anything; the module itself implements
-`ChatBackend` (or `HarnessBackend`) of `skillgrad.backends.base`. Chat backends used as a target
+`ChatBackend` (or `HarnessBackend`) of `skillgrad.backends.interface`. Chat backends used as a target
 are wrapped in `ChatAgent` here, so the trainer only ever sees the two role protocols.
 """
 
@@ -13,7 +13,14 @@ import importlib
 from typing import Any, cast
 
 from skillgrad.backend_specs import BACKENDS, BackendSpec, spec_for
-from skillgrad.backends.base import Agent, CallMeter, ChatBackend, ChatModel, HarnessBackend, MeteredModel
+from skillgrad.backends.interface import (
+    Agent,
+    CallMeter,
+    ChatBackend,
+    ChatModel,
+    HarnessBackend,
+    MeteredModel,
+)
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.values import Role

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from skillgrad.backends.base import CallMeter
+from skillgrad.backends.interface import CallMeter
 from skillgrad.errors import BackendError, BudgetExceeded
 from skillgrad.values import Usage
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar, Self
 
-from skillgrad.backends.base import CallMeter
 from skillgrad.backends.common import (
     describe_sdk_error,
     fatal_sdk_error,
@@ -27,6 +26,7 @@ from skillgrad.backends.common import (
     one_line,
 )
 from skillgrad.backends.deadline import NEVER_SENT, DeadlineTransport
+from skillgrad.backends.interface import CallMeter
 from skillgrad.backends.retry import UNANSWERED, AttemptFailed, renew, status_retry, with_retries
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from skillgrad.backends.base import CallMeter
+from skillgrad.backends.interface import CallMeter
 from skillgrad.backends.retry import renew
 from skillgrad.errors import BackendError, BudgetExceeded, StructuredOutputError
 from skillgrad.lazy import lazy_import, load_meanwhile

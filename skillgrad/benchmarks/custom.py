@@ -13,7 +13,7 @@ Scorer (`benchmark.scorer`, required): a built-in name -
 (a float is the value in [0, 1], passed when it is 1; a bool is 1 or 0). An exception raised by a
 user scorer, or a result outside that contract (a value that is not a finite number in [0, 1], a
 `passed` that is not a bool or passes a value of 0, another type), fails that task with the reason
-as `Score.scorer_error` (benchmarks.base.checked_score): one odd reply cannot stop a run, and a
+as `Score.scorer_error` (benchmarks.contract.checked_score): one odd reply cannot stop a run, and a
 scorer's bug never counts as a pass.
 """
 
@@ -25,9 +25,9 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-from skillgrad.benchmarks.base import checked_score, scorer_failed
+from skillgrad.benchmarks.catalog import import_object
+from skillgrad.benchmarks.contract import checked_score, scorer_failed
 from skillgrad.benchmarks.qa import PoolBenchmark, TaskScorer, answer_scorer, read_qa_jsonl, require_data
-from skillgrad.benchmarks.registry import import_object
 from skillgrad.benchmarks.scoring import SCORERS
 from skillgrad.benchmarks.splits import parse_options
 from skillgrad.config import Config

@@ -35,7 +35,7 @@ from skillgrad.traces.view import render_view
 from skillgrad.values import SPLITS, Score, Split, Task
 
 if TYPE_CHECKING:
-    from skillgrad.backends.base import ChatModel
+    from skillgrad.backends.interface import ChatModel
     from skillgrad.values import AgentResult
 
 JUDGE_SCHEMA: dict[str, Any] = {

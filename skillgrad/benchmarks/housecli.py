@@ -16,7 +16,7 @@ import random
 import shutil
 from pathlib import Path
 
-from skillgrad.benchmarks.base import SPLITS, Split
+from skillgrad.benchmarks.contract import SPLITS, Split
 from skillgrad.benchmarks.house_tool import LANES, ZONES, quote_code
 from skillgrad.benchmarks.splits import split_sizes
 from skillgrad.config import Config

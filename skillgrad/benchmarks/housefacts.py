@@ -30,8 +30,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from skillgrad.backends.base import AgentResult
-from skillgrad.benchmarks.base import SPLITS, Score, Split, Task
+from skillgrad.backends.interface import AgentResult
+from skillgrad.benchmarks.contract import SPLITS, Score, Split, Task
 from skillgrad.benchmarks.splits import parse_options, split_sizes
 from skillgrad.config import Config
 from skillgrad.errors import UserError
@@ -140,7 +140,7 @@ class HousefactsOptions(BaseModel):
 
 
 class HousefactsBenchmark:
-    """Generated house-fact questions. `score` never raises (see benchmarks/base.py)."""
+    """Generated house-fact questions. `score` never raises (see benchmarks/contract.py)."""
 
     name = "housefacts"
 

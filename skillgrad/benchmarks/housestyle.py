@@ -194,7 +194,7 @@ class HousestyleOptions(BaseModel):
 
 
 class HousestyleBenchmark:
-    """Generated house-convention tasks. `score` never raises (see benchmarks/base.py)."""
+    """Generated house-convention tasks. `score` never raises (see benchmarks/contract.py)."""
 
     name = "housestyle"
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillgrad.backends.base import Agent
+from skillgrad.backends.interface import Agent
 from skillgrad.cache.store import ZERO_USAGE, CacheStats, CallCache, request_key
 from skillgrad.snapshot import restore_tree, safe_relative_path, snapshot_tree, tree_digest
 from skillgrad.values import AgentResult, Task, TraceStep, Usage

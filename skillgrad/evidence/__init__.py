@@ -5,8 +5,8 @@ budgeted trace views point into the folder, and a harness optimizer (Claude Code
 what it needs with read-only tools before it proposes.
 
 - `fulltrace`: trace_full.txt and where each step's lines are (the views' gap pointers);
-- `casefile`: the folder's files, built from an analyst's inputs (pure);
+- `workspace_files`: the folder's files, built from an analyst's inputs (pure);
 - `opened`: the analyst's tool calls -> the files and line ranges it read (the record, the report);
-- `desk`: the reflection call path in a workspace (folder, guide, bounded session, record);
+- `reflection_workspace`: the reflection call path in a workspace (folder, guide, bounded session, record);
 - `mode`: digest or workspace, the one decision.
 """

@@ -1,1 +1,1 @@
-"""Where rollouts run: in driver threads (default) or on a Ray cluster. See `base.Executor`."""
+"""Where rollouts run: in driver threads (default) or on a Ray cluster. See `executor.Executor`."""

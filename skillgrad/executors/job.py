@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skillgrad.backend_specs import spec_for
-from skillgrad.backends.base import Agent
 from skillgrad.backends.common import key_source
+from skillgrad.backends.interface import Agent
 from skillgrad.backends.registry import Backends
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError

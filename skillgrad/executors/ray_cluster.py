@@ -28,7 +28,7 @@ from typing import Any
 
 import skillgrad
 from skillgrad.backend_specs import spec_for
-from skillgrad.backends.base import Agent
+from skillgrad.backends.interface import Agent
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.executors.job import RolloutWorker, job_for, restore_outcome, secret_env, worker_config

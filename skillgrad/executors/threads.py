@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import TracebackType
 
-from skillgrad.backends.base import Agent
+from skillgrad.backends.interface import Agent
 
 
 class ThreadExecutor:

@@ -20,7 +20,7 @@ from typing import Any
 
 from skillgrad.atomic import write_text_atomic
 from skillgrad.errors import UserError
-from skillgrad.harvest.cluster import cluster_ids
+from skillgrad.harvest.grouping import cluster_ids
 from skillgrad.harvest.secrets import redact_tree
 from skillgrad.harvest.sessions import project_folder, session_files
 from skillgrad.harvest.tasks import HarvestedTask, session_tasks

@@ -19,7 +19,7 @@ from typing import Any
 from skillgrad.text import clean_text
 from skillgrad.traces.claude import steps_from_events
 from skillgrad.traces.codex_rollout import is_rollout_record, patched_files, rollout_request, rollout_steps
-from skillgrad.traces.records import iter_numbered_records
+from skillgrad.traces.record_stream import iter_numbered_records
 from skillgrad.traces.steps import is_session_note, one_line
 from skillgrad.traces.user_turns import user_step
 from skillgrad.values import TraceStep

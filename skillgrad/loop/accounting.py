@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from skillgrad.backends.base import ChatModel
+from skillgrad.backends.interface import ChatModel
 from skillgrad.budget import BudgetStop, Ledger
 from skillgrad.errors import BackendError, BudgetExceeded, StructuredOutputError
 from skillgrad.loop.rounds import CallClock

@@ -10,27 +10,27 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from skillgrad.config import OptimizerConfig, SkillConfig
+from skillgrad.loop.analyst_prompt import PROMPTS
 from skillgrad.loop.checks import CandidateChecks
-from skillgrad.loop.echo import PromptEcho, template_texts
-from skillgrad.loop.events import Events
-from skillgrad.loop.examples import ExampleWriter
-from skillgrad.loop.merge import Patch
-from skillgrad.loop.reflect import PROMPTS
+from skillgrad.loop.event_bus import Events
+from skillgrad.loop.example_edits import ExampleWriter
+from skillgrad.loop.patch_merge import Patch
+from skillgrad.loop.promptcopy import PromptCopyGuard, template_texts
 from skillgrad.loop.selection import Selection, WriteExample, no_examples, select_valid
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.taskcopy import Copy, TaskCopyGuard, TaskIndex
 from skillgrad.package.doc import PackageDoc, char_limit, open_skill, skill_demos, without_demos
 from skillgrad.run_folder import RunDir
-from skillgrad.skill import Edit, EditOutcome, SkillDoc
+from skillgrad.skilldoc import Edit, EditOutcome, SkillDoc
 from skillgrad.templates import render
 from skillgrad.values import Rollout, Task
 
 
-def prompt_echo() -> PromptEcho:
+def prompt_copy_guard() -> PromptCopyGuard:
     """The filter of edits copied from the analyst's prompt: every template, the example edit."""
     templates = [*template_texts(), *template_texts("skillgrad.package")]
-    return PromptEcho(templates, example=render(PROMPTS, "analyst_example"))
+    return PromptCopyGuard(templates, example=render(PROMPTS, "analyst_example"))
 
 
 class Candidates:
@@ -58,7 +58,7 @@ class Candidates:
         self.merger = strategies.merger
         self.ranker = strategies.ranker
         self.form_fix = strategies.form_fix
-        self.echo = prompt_echo()
+        self.echo = prompt_copy_guard()
         self.max_examples = max(skill.max_examples, len(skill_demos(initial_skill)))
         self.checks = CandidateChecks(
             skill.max_chars, skill.self_test_timeout_s, max_examples=self.max_examples

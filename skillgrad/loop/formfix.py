@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from skillgrad.loop.merge import Patch
+from skillgrad.loop.patch_merge import Patch
 from skillgrad.loop.shapes import form_report
 from skillgrad.package.doc import skill_demos
 from skillgrad.package.install import skill_prompt_text
-from skillgrad.skill import END_ANCHOR, Edit, normalize_text
+from skillgrad.skilldoc import END_ANCHOR, Edit, normalize_text
 from skillgrad.values import Rollout
 
 FORM_FIX_MINIBATCH = -1  # the form fix's patch, among the analysts' minibatch patches

@@ -5,7 +5,7 @@ what the misses have in common: answers that wrap the expected span in a sentenc
 number in the wrong form, a different answer altogether. These are named here from the answer and
 the expected answers alone (SQuAD's normalisation: case, punctuation and articles ignored), the
 same for every benchmark, so the analyst can be shown them counted over a whole batch
-(`census`) and side by side (`contrast`).
+(`misses_section`) and side by side (`contrast`).
 """
 
 from __future__ import annotations

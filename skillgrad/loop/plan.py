@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import overload
 
-from skillgrad.benchmarks.base import Benchmark
+from skillgrad.benchmarks.contract import Benchmark
 from skillgrad.config import TrainConfig
 from skillgrad.values import Task
 

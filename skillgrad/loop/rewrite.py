@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from skillgrad.backends.base import ChatModel
-from skillgrad.loop.merge import Patch
-from skillgrad.loop.reflect import PROMPTS, AnalystInputs, prompt_sections, reflect, tidy_messages
-from skillgrad.skill import diff_edits
+from skillgrad.backends.interface import ChatModel
+from skillgrad.loop.analyst_prompt import PROMPTS, AnalystInputs, prompt_sections, reflect, tidy_messages
+from skillgrad.loop.patch_merge import Patch
+from skillgrad.skilldoc import diff_edits
 from skillgrad.templates import render
 from skillgrad.values import Effort, Message, Reply
 

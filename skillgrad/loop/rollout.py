@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from skillgrad.backends.base import Agent
-from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, checked_score, scorer_failed
+from skillgrad.backends.interface import Agent
+from skillgrad.benchmarks.contract import AgenticBenchmark, Benchmark, checked_score, scorer_failed
 from skillgrad.errors import BudgetExceeded, FatalBackendError
 from skillgrad.loop.accounting import Reservation
 from skillgrad.values import AgentResult, Rollout, Score, Task

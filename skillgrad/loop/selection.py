@@ -8,10 +8,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from skillgrad.demos import EXAMPLE_OPS, entry_task
-from skillgrad.loop.merge import MergedEdit
+from skillgrad.loop.patch_merge import MergedEdit
 from skillgrad.loop.taskcopy import Copy
 from skillgrad.package.doc import open_skill, skill_demos
-from skillgrad.skill import Edit, EditOutcome, normalize_text
+from skillgrad.skilldoc import Edit, EditOutcome, normalize_text
 
 
 class Schedule(Protocol):

@@ -1,7 +1,7 @@
 """The rollout stages as the trainer (and `skillgrad eval`) run them, and the two role objects
 they are given. A stage persists what it produces through RunDir, reports progress through
 Events and pays through Accounting; several may run side by side (overlap) and with reflection
-(`loop.reflection`), sharing `slots`."""
+(`loop.reflect_stage`), sharing `slots`."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillgrad.backends.base import Agent, ChatModel, ResamplingAgent
-from skillgrad.benchmarks.base import AgenticBenchmark, Benchmark, JudgedBenchmark
+from skillgrad.backends.interface import Agent, ChatModel, ResamplingAgent
+from skillgrad.benchmarks.contract import AgenticBenchmark, Benchmark, JudgedBenchmark
 from skillgrad.cache.keys import resamples
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError, TrainingFailed
 from skillgrad.loop.accounting import Accounting, MeteredChatModel
-from skillgrad.loop.events import Events
+from skillgrad.loop.event_bus import Events
 from skillgrad.loop.rollout import mean_score, run_rollouts
 from skillgrad.run_folder import TRACE_FILE, RunDir
 from skillgrad.traces.steps import TraceCaps
@@ -37,7 +37,7 @@ class Roles:
     samplers: list[ChatModel] = field(default_factory=list)  # the optimizer for extra proposals
     # the target with the skill unnamed among other skills (optimizer.target: description | both)
     trigger_agent: Agent | None = None
-    # "python:<name>" when the target is an Agent object the caller handed in (loop/custom.py):
+    # "python:<name>" when the target is an Agent object the caller handed in (loop/custom_strategies.py):
     # it stands for the target backend wherever the run names one; None: the configured backend
     agent_label: str | None = None
 
@@ -128,7 +128,7 @@ class RolloutRunner:
         (a failure is never cached), up to `train.rollout_retries` more times, after the others:
         an outage has time to pass. Each attempt is reserved and paid like any call; only the last
         is written and reported. Still failed, it is returned as it is (validation counts it as
-        missing, loop/validate.py). `label` names this run of the stage in its events (a test
+        missing, loop/decision/racing.py). `label` names this run of the stage in its events (a test
         pass's skill version, the incumbent's validation)."""
         epoch = epoch if self.resamples else 1
         folder_of = prefix if callable(prefix) else (lambda _index, p=prefix: p)

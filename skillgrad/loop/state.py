@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, NonNegativeInt, TypeAdapter, ValidationE
 from skillgrad.errors import describe_validation
 from skillgrad.loop.search.pool import Pool
 from skillgrad.run_folder import version_name
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 
 Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]  # every score is clamped to [0, 1]
 ValResults = dict[str, list[Score]]  # task id -> score of each repeat

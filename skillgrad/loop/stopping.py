@@ -24,11 +24,11 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 
-from skillgrad.loop.ahead import Ahead
-from skillgrad.loop.gate import Gate, ValResults
+from skillgrad.loop.decision.gate import Gate, ValResults
 from skillgrad.loop.plan import PlanStep
+from skillgrad.loop.prefetch import PrefetchedRollouts
 from skillgrad.loop.state import TrainState
-from skillgrad.skill import SkillDoc
+from skillgrad.skilldoc import SkillDoc
 from skillgrad.values import Task
 
 _SEEN_EPOCHS = 16  # how far `no_new_evidence` reads ahead: past it, epochs repeat those before
@@ -71,7 +71,7 @@ def stop_reason(
     state: TrainState,
     incumbent: ValResults,
     remaining: Iterable[PlanStep],
-    ahead: Ahead | None,
+    ahead: PrefetchedRollouts | None,
     replays: bool = True,
 ) -> tuple[str, str] | None:
     """(code, sentence) when the run should stop before the first of `remaining`, else None.
@@ -94,7 +94,7 @@ def stop_reason(
 
 
 def _no_failures(
-    state: TrainState, remaining: Iterable[PlanStep], ahead: Ahead | None, replays: bool
+    state: TrainState, remaining: Iterable[PlanStep], ahead: PrefetchedRollouts | None, replays: bool
 ) -> bool:
     passed = set(state.train_passed.get(SkillDoc(state.current_text).content_hash, [])) if replays else set()
     first_epoch: int | None = None

@@ -5,7 +5,7 @@ proposes when a step's answers have the wrong form (optimizer.form_fix), how the
 the space of skills (optimizer.search: a strategy the trainer builds with its context), what a
 skill's score is over its per-item results (the mean, or trigger F1 for a description:
 skillgrad.activation) and how often each test item runs. A gate, search or parent rule the caller
-handed in as an object (`loop/custom.py`) takes the place of the configured one."""
+handed in as an object (`loop/custom_strategies.py`) takes the place of the configured one."""
 
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ from typing import Protocol
 
 from skillgrad.config import Config, OptimizerConfig
 from skillgrad.errors import UserError
-from skillgrad.loop.custom import Custom, label, lacks
+from skillgrad.loop.custom_strategies import Custom, label, lacks
+from skillgrad.loop.decision.gate import Gate, make_gate, mean_of
 from skillgrad.loop.formfix import FORM_FIXES, FormFix, NoFix
-from skillgrad.loop.gate import Gate, make_gate, mean_of
-from skillgrad.loop.merge import MERGERS, MergedEdit, Patch
+from skillgrad.loop.patch_merge import MERGERS, MergedEdit, Patch
 from skillgrad.loop.rewrite import ANALYSTS, Analyst
-from skillgrad.loop.search.base import Search, SearchContext, SearchSettings
 from skillgrad.loop.search.frontier import FrontierSearch
 from skillgrad.loop.search.greedy import GreedySearch
 from skillgrad.loop.search.parents import PARENTS, ParentRule
+from skillgrad.loop.search.protocol import Search, SearchContext, SearchSettings
 from skillgrad.loop.selection import RANKERS, SCHEDULES, Schedule
 
 

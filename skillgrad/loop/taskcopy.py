@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from skillgrad.benchmarks.scoring import normalize_answer
 from skillgrad.loop.kinds import NUMBER, is_label, shape
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.values import Task
 
 _WORD = re.compile(r"\w+")

@@ -3,7 +3,7 @@ effect goes through RunDir (disk), Events (progress) and the usage ledger (budge
 
 Overlap (`train.overlap`, the default): the baseline runs beside step 1's rollouts; while a
 candidate is validated, the next step's rollouts run with it (redone with the incumbent if it is
-rejected); after a batch without failures the rest of the epoch is rolled out at once. `Ahead`
+rejected); after a batch without failures the rest of the epoch is rolled out at once. `PrefetchedRollouts`
 hands a step only rollouts made with the skill the sequential order would give it, so decisions
 and skills are exactly those of `train.overlap: false`.
 """
@@ -17,32 +17,32 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from skillgrad.benchmarks.base import Benchmark
+from skillgrad.benchmarks.contract import Benchmark
 from skillgrad.budget import Ledger
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.loop.accounting import Accounting, BudgetStop
-from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.candidate import Candidates
-from skillgrad.loop.events import Events
-from skillgrad.loop.gate import Gate
+from skillgrad.loop.decision.gate import Gate
+from skillgrad.loop.decision.judge import judge, scored
+from skillgrad.loop.decision.racing import Race, Validation, validate
+from skillgrad.loop.event_bus import Events
 from skillgrad.loop.interleaved import Interleaved
 from skillgrad.loop.plan import Plan, PlanStep, Splits, make_plan, steps_per_epoch
-from skillgrad.loop.records import GateRecord, StepEnd, StepRecord, pass_label, skip_note
-from skillgrad.loop.reflection import Reflection, propose_and_select
+from skillgrad.loop.prefetch import PrefetchedRollouts
+from skillgrad.loop.reflect_stage import Reflection, propose_and_select
 from skillgrad.loop.rollout import mean_score
-from skillgrad.loop.search.base import SearchContext
+from skillgrad.loop.search.protocol import SearchContext
 from skillgrad.loop.selection import Selection
 from skillgrad.loop.stages import Roles, RolloutRunner, TrainingFailed
 from skillgrad.loop.state import TrainState
+from skillgrad.loop.step_records import GateRecord, StepEnd, StepRecord, pass_label, skip_note
 from skillgrad.loop.stopping import note_reflected
 from skillgrad.loop.strategies import Strategies, make_search, search_settings
-from skillgrad.loop.validate import Race, Validation, validate
 from skillgrad.loop.valruns import ValRuns
-from skillgrad.loop.verdict import judge, scored
 from skillgrad.package.doc import PackageDoc
 from skillgrad.run_folder import RunDir, version_name
-from skillgrad.skill import EditOutcome, SkillDoc
+from skillgrad.skilldoc import EditOutcome, SkillDoc
 from skillgrad.values import Rollout, Task
 
 __all__ = ["Roles", "Trainer", "TrainingFailed"]
@@ -92,7 +92,7 @@ class Trainer:
             slots=self.runner.slots,
             caps=self.runner.caps,
         )
-        self.ahead: Ahead | None = None  # set while `train` runs with overlap
+        self.ahead: PrefetchedRollouts | None = None  # set while `train` runs with overlap
         self._rounds_before = 0  # observed rounds of earlier sessions of a resumed run
         # wall seconds and number of the earlier processes of a resumed run (resume.earlier_sessions)
         self.earlier_wall_s, self.earlier_sessions = 0.0, 0
@@ -123,7 +123,7 @@ class Trainer:
     def step(self, state: TrainState, plan: Plan, index: int, total_steps: int) -> None:
         step, epoch, batch = plan[index]
         self.accounting.start_step()
-        merged = self.search.merge(state, step)  # a step may be spent on a candidate made otherwise
+        merged = self.search.merge_lineages(state, step)  # a step may be spent on a candidate made otherwise
         before = state.current_score
         lr = self.schedule(
             step, total_steps, self.cfg.optimizer.learning_rate, self.cfg.optimizer.min_learning_rate
@@ -263,7 +263,7 @@ class Trainer:
         self._rounds_before = state.rounds if state else 0
         try:
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ahead") as pool:
-                self.ahead = Ahead(pool) if self.cfg.train.overlap else None
+                self.ahead = PrefetchedRollouts(pool) if self.cfg.train.overlap else None
                 try:
                     state, stopped, reason = self._steps(state, total_steps)
                     if self.interleaved is not None:

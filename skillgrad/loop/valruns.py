@@ -11,12 +11,12 @@ from pathlib import Path
 
 from skillgrad.config import Config
 from skillgrad.errors import TrainingFailed
-from skillgrad.loop.gate import ValResults
+from skillgrad.loop.decision.gate import ValResults
+from skillgrad.loop.decision.racing import Race, Validation, ValUnit, validate
 from skillgrad.loop.stages import RolloutRunner
 from skillgrad.loop.state import TrainState
-from skillgrad.loop.validate import Race, Validation, ValUnit, validate
 from skillgrad.run_folder import RunDir
-from skillgrad.skill import SkillDoc
+from skillgrad.skilldoc import SkillDoc
 from skillgrad.values import Rollout, Task
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from skillgrad.loop.records import StepEnd
+from skillgrad.loop.step_records import StepEnd
 from skillgrad.values import Usage
 
 

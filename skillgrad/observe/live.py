@@ -22,7 +22,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from skillgrad.loop.records import StepEnd
+from skillgrad.loop.step_records import StepEnd
 from skillgrad.observe.formatting import (
     describe,
     fmt_cost,
@@ -54,7 +54,7 @@ class TimeLeft(ProgressColumn):
 class RichObserver:
     """Live terminal view: step header, one progress bar per stage, scores, usage by role."""
 
-    name = "live progress view"  # in the warning if it fails (loop.events)
+    name = "live progress view"  # in the warning if it fails (loop.event_bus)
 
     def __init__(self, console: Console, *, auto_refresh: bool = True) -> None:
         self.console = console

@@ -1,7 +1,7 @@
 """Observers that show a run while it runs: a rich live display (`observe.live`, loaded only for a
 terminal: a bar per stage with its count, pace and time left), a plain printer, and train.log.
 
-All three consume the event vocabulary of `skillgrad.loop.events` and share one formatter
+All three consume the event vocabulary of `skillgrad.loop.event_bus` and share one formatter
 (`observe.formatting`), so the terminal, a CI log and `<out>/train.log` tell the same story in the
 same words. The printer and train.log write a line per stage start and end, not one per task
 (`observe.lines`).
@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from skillgrad.loop.events import Observer
+from skillgrad.loop.event_bus import Observer
 from skillgrad.observe.formatting import describe, stamp
 from skillgrad.observe.lines import PROGRESS_EVERY_S, LineFilter
 from skillgrad.run_folder import RunFiles
@@ -27,7 +27,7 @@ class PlainObserver:
     """A line per stage start and end, step and message (`observe.lines`): for pipes, CI logs and
     anything that is not a terminal."""
 
-    name = "progress lines"  # in the warning if it fails (loop.events)
+    name = "progress lines"  # in the warning if it fails (loop.event_bus)
 
     def __init__(self, stream: TextIO, every_s: float = PROGRESS_EVERY_S) -> None:
         self.stream = stream
@@ -46,7 +46,7 @@ class LogFileObserver:
     """Appends the printer's lines to a file, each with the date and the event's kind (appending,
     so a resumed run keeps its history)."""
 
-    name = "train.log"  # in the warning if it fails (loop.events)
+    name = "train.log"  # in the warning if it fails (loop.event_bus)
 
     def __init__(self, path: Path, every_s: float = PROGRESS_EVERY_S) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillgrad.errors import UserError
-from skillgrad.loop.events import Observer
-from skillgrad.loop.records import StepEnd
+from skillgrad.loop.event_bus import Observer
+from skillgrad.loop.step_records import StepEnd
 from skillgrad.observe.formatting import usage_by_role
 from skillgrad.redact import Redactor
 from skillgrad.run_folder import RunFiles
@@ -71,7 +71,7 @@ def _usage_metrics(raw: Any) -> dict[str, float]:
 class MlflowObserver:
     """One MLflow run per training run, created at `run_start` and closed at `run_end`."""
 
-    name = "MLflow tracking"  # in the warning if it fails (loop.events)
+    name = "MLflow tracking"  # in the warning if it fails (loop.event_bus)
 
     def __init__(self, client: Any, params: dict[str, str], out_dir: Path) -> None:
         self.client = client

@@ -13,7 +13,7 @@ from functools import cached_property
 
 from skillgrad.demos import EXAMPLE_OPS, EXAMPLES_FILE, Demo, parse_demos, without_section
 from skillgrad.package.model import SKILL_FILE, SkillPackage, as_package, path_problem
-from skillgrad.skill import MAIN_FILE, PROTECT_CLOSE, PROTECT_OPEN, Edit, EditOutcome, SkillDoc
+from skillgrad.skilldoc import MAIN_FILE, PROTECT_CLOSE, PROTECT_OPEN, Edit, EditOutcome, SkillDoc
 from skillgrad.templates import render
 
 # What `create` may make: text a harness reads or runs. Anything else stays out of a package.

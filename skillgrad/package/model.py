@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from skillgrad.skill import MAIN_FILE
+from skillgrad.skilldoc import MAIN_FILE
 
 PACKAGE_HEADER = "<!-- skillgrad package v1 -->\n"
 SKILL_FILE = MAIN_FILE  # a package's instructions; an edit that names no file changes it

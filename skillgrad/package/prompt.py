@@ -13,7 +13,7 @@ from typing import Any
 
 from skillgrad.package.doc import CREATE_SUFFIXES
 from skillgrad.package.model import SKILL_FILE, SkillPackage
-from skillgrad.skill import END_ANCHOR, edit_targets
+from skillgrad.skilldoc import END_ANCHOR, edit_targets
 from skillgrad.templates import render
 from skillgrad.values import Rollout
 

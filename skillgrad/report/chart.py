@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillgrad.loop.verdict import RacedOut
+from skillgrad.loop.decision.judge import RacedOut
 
 WIDTH, HEIGHT = 980, 300
 LEFT, RIGHT, TOP, BOTTOM = 52, 20, 16, 44

@@ -7,16 +7,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillgrad.budget import Bucket
-from skillgrad.loop.verdict import RacedOut
+from skillgrad.loop.decision.judge import RacedOut
 from skillgrad.report import usage as ledger
-from skillgrad.report.activation import activation_view
+from skillgrad.report.candidate_tree import search_view
 from skillgrad.report.chart import bar_chart, score_chart
 from skillgrad.report.data import RolloutSet, Run, TaskRollout
 from skillgrad.report.diff import SkillDiff, skill_diff
 from skillgrad.report.examples import examples_view
 from skillgrad.report.package_diff import one_text, version_diffs, version_sizes
 from skillgrad.report.reflections import reflection_rows
-from skillgrad.report.search import search_view
+from skillgrad.report.trigger_rates import activation_view
 
 
 def _num(value: Any) -> float | None:

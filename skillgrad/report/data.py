@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.errors import UserError
-from skillgrad.loop.records import StepRecord
+from skillgrad.loop.step_records import StepRecord
 from skillgrad.package.folder import load_package
 from skillgrad.report.files import (
     Notes,

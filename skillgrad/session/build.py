@@ -17,10 +17,10 @@ from typing import Any
 from skillgrad.activation.description import check_description
 from skillgrad.activation.world import ActivationPlan, input_paths, plan_activation
 from skillgrad.backend_specs import spec_for
-from skillgrad.backends.base import Agent, CallMeter, ChatModel
+from skillgrad.backends.interface import Agent, CallMeter, ChatModel
 from skillgrad.backends.registry import Backends
-from skillgrad.benchmarks.base import Benchmark
-from skillgrad.benchmarks.registry import load_benchmark
+from skillgrad.benchmarks.catalog import load_benchmark
+from skillgrad.benchmarks.contract import Benchmark
 from skillgrad.benchmarks.splits import FIXED_SIZES, MIN_VAL, MOST_SIZES, SHARES, sizes_given
 from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.cache import CachedAgent, CachedChatModel, CallCache
@@ -28,10 +28,10 @@ from skillgrad.cache.keys import chat_settings, rollout_settings
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 from skillgrad.evidence.mode import reads_workspace
-from skillgrad.executors.base import Executor
+from skillgrad.executors.executor import Executor
 from skillgrad.executors.threads import ThreadExecutor
-from skillgrad.loop.custom import Custom, UserAgent, cache_identity
-from skillgrad.loop.events import Events, Observer
+from skillgrad.loop.custom_strategies import Custom, UserAgent, cache_identity
+from skillgrad.loop.event_bus import Events, Observer
 from skillgrad.loop.trainer import Roles
 from skillgrad.observe.progress import LogFileObserver
 from skillgrad.observe.tracking import make_tracking_observer

@@ -26,8 +26,8 @@ from skillgrad.activation.description import (
 from skillgrad.activation.runs import activation_roles, make_trainer
 from skillgrad.activation.world import ActivationPlan, needs_tasks, trigger_config
 from skillgrad.atomic import RunLock
-from skillgrad.benchmarks.base import Benchmark, JudgedBenchmark
-from skillgrad.benchmarks.registry import load_benchmark
+from skillgrad.benchmarks.catalog import load_benchmark
+from skillgrad.benchmarks.contract import Benchmark, JudgedBenchmark
 from skillgrad.budget import Ledger, PaidJournal
 from skillgrad.config import Config
 from skillgrad.errors import (
@@ -37,10 +37,10 @@ from skillgrad.errors import (
     TrainingFailed,
     UserError,
 )
-from skillgrad.executors.base import Executor, open_executor
+from skillgrad.executors.executor import Executor, open_executor
 from skillgrad.loop.accounting import Accounting
-from skillgrad.loop.custom import Custom
-from skillgrad.loop.events import Observer
+from skillgrad.loop.custom_strategies import Custom
+from skillgrad.loop.event_bus import Observer
 from skillgrad.loop.rollout import mean_score
 from skillgrad.loop.stages import RolloutRunner
 from skillgrad.observe.formatting import shown_path
@@ -101,8 +101,8 @@ def project(cfg: Config, benchmark: Benchmark | None, skill: str | None) -> dict
 def projected_parts(
     cfg: Config, benchmark: Benchmark | None, skill: str, plan: ActivationPlan | None
 ) -> dict[str, dict[str, Any]]:
-    """Each part's projection (`session.estimate`) with its dollars and minutes (`costing`)."""
-    from skillgrad.session.estimate import estimate
+    """Each part's projection (`session.projection`) with its dollars and minutes (`costing`)."""
+    from skillgrad.session.projection import estimate
 
     parts: dict[str, dict[str, Any]] = {}
     if benchmark is not None and cfg.optimizer.target != "description":

@@ -1,8 +1,8 @@
 """The estimate in dollars and minutes: which model answers each role (its configured id or the
-backend's default), what its tokens cost at the backend's list prices (`backends.catalog`), and
+backend's default), what its tokens cost at the backend's list prices (`backends.price_tables`), and
 how long its calls take at the backend's measured or assumed speed.
 
-`priced(cfg, part)` adds to one projection of `session.estimate` (its `by_role` and `total`):
+`priced(cfg, part)` adds to one projection of `session.projection` (its `by_role` and `total`):
 each role's backend, model, prices, dollars, speed and minutes; a price or a speed that is not
 known stays None and says why. Minutes: each stage's model turns, prompt and generated tokens at
 the role's speed, over the calls that run at once (`train.concurrency`, at most a stage's calls
@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from skillgrad.backends import catalog
-from skillgrad.backends.catalog import Speed
+from skillgrad.backends import price_tables
+from skillgrad.backends.price_tables import Speed
 from skillgrad.config import Config
 from skillgrad.values import Role
 
@@ -39,7 +39,7 @@ class RoleModel:
 
     @property
     def name(self) -> str:
-        return self.model or catalog.CLI_DEFAULT.get(self.backend, "the backend's default")
+        return self.model or price_tables.CLI_DEFAULT.get(self.backend, "the backend's default")
 
 
 def role_model(cfg: Config, role: Role) -> RoleModel:
@@ -56,7 +56,7 @@ def role_model(cfg: Config, role: Role) -> RoleModel:
         return RoleModel(backend, DEFAULT_MODEL.filename, "the packaged default: model.local_model is null")
     if own:
         return RoleModel(backend, own, key)
-    default = catalog.DEFAULT_MODELS.get(backend)
+    default = price_tables.DEFAULT_MODELS.get(backend)
     if default is not None:
         return RoleModel(backend, default, f"the backend's default: {key} is null")
     return RoleModel(backend, None, f"{key} is null")
@@ -65,7 +65,7 @@ def role_model(cfg: Config, role: Role) -> RoleModel:
 def _local_speed(cfg: Config, role: Role, chosen: RoleModel) -> Speed | None:
     """The packaged model's measured speed; another model file's scaled by its size (CPU
     decoding reads the whole model per token); None for a file not on this machine."""
-    measured = catalog.LOCAL_PACKAGED[role]
+    measured = price_tables.LOCAL_PACKAGED[role]
     if chosen.source.startswith("the packaged default"):
         return measured
     path = cfg.resolve_path(chosen.model or "")
@@ -76,13 +76,13 @@ def _local_speed(cfg: Config, role: Role, chosen: RoleModel) -> Speed | None:
     if not size:
         return None
     note = f"the packaged model's measured speed scaled by file size ({size / 1e6:.0f} MB)"
-    return measured.scaled(min(1.0, catalog.PACKAGED_FILE_BYTES / size), note)
+    return measured.scaled(min(1.0, price_tables.PACKAGED_FILE_BYTES / size), note)
 
 
 def role_speed(cfg: Config, role: Role, chosen: RoleModel) -> Speed | None:
     if chosen.backend == "local":
         return _local_speed(cfg, role, chosen)
-    return catalog.hosted_speed(chosen.backend)
+    return price_tables.hosted_speed(chosen.backend)
 
 
 def _widths(cfg: Config, part: dict[str, Any]) -> dict[str, int]:
@@ -128,7 +128,7 @@ def priced(cfg: Config, part: dict[str, Any]) -> dict[str, Any]:
     for role in ROLES:
         usage = part["by_role"][role]
         chosen = role_model(cfg, role)
-        prices = catalog.per_mtok(chosen.backend, chosen.model)
+        prices = price_tables.per_mtok(chosen.backend, chosen.model)
         speed = role_speed(cfg, role, chosen)
         stages = TARGET_STAGES if role == "target" else OPTIMIZER_STAGES
         role_minutes = None if speed is None else round(_seconds(cfg, part, stages, speed) / 60, 2)
@@ -195,7 +195,7 @@ def models_lines(cfg: Config) -> list[str]:
     lines = []
     for role in ("optimizer", "target"):
         chosen = role_model(cfg, role)  # type: ignore[arg-type]
-        prices = catalog.per_mtok(chosen.backend, chosen.model)
+        prices = price_tables.per_mtok(chosen.backend, chosen.model)
         if prices == (0.0, 0.0):
             cost = "free (runs here)"
         elif prices is None:

@@ -114,7 +114,7 @@ def check_same_config(out: Path, cfg: Config) -> None:
 
 def check_objects(out: Path, given: Mapping[str, str], notify: Callable[[str], None]) -> None:
     """Refuse to resume a run trained with strategies handed in as Python objects (objects.json,
-    by label: loop/custom.py) without the same ones, or with objects it was not trained with. The
+    by label: loop/custom_strategies.py) without the same ones, or with objects it was not trained with. The
     folder records an object's class, not its settings: that the same settings are handed in
     again is the caller's to keep, and `notify` says so."""
     path = out / RunFiles.OBJECTS

@@ -26,8 +26,8 @@ from skillgrad.text import clean_text
 from skillgrad.traces.claude_build import Builder, tool_result_text
 from skillgrad.traces.claude_result import result_failed, result_usage
 from skillgrad.traces.claude_turns import closing_note, verdict
-from skillgrad.traces.records import ReadStats, iter_records
-from skillgrad.traces.session import ParsedSession
+from skillgrad.traces.parsed_session import ParsedSession
+from skillgrad.traces.record_stream import ReadStats, iter_records
 from skillgrad.traces.steps import session_note
 from skillgrad.values import TraceStep
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from skillgrad.config import TraceConfig
-from skillgrad.traces.session import ParsedSession
+from skillgrad.traces.parsed_session import ParsedSession
 from skillgrad.traces.steps import TraceCaps, is_session_note, render_full
 from skillgrad.traces.view import render_view
 

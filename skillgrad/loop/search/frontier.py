@@ -3,8 +3,8 @@
 Each step starts from a parent drawn from the frontier (the members no other member dominates
 item by item) by `optimizer.parent`; its child is made as in the greedy search (rollouts of the
 train batch with the parent, reflection, merge, selection, the learning rate) and enters the pool
-through `entry.EntryGate`. Every `optimizer.merge_every`-th step is spent on a lineage merge
-instead, when two members can be merged (`merging`). A child that does not enter leaves its edits
+through `decision.pool_entry.EntryGate`. Every `optimizer.merge_every`-th step is spent on a lineage merge
+instead, when two members can be merged (`lineage_merge`). A child that does not enter leaves its edits
 refused in its parent's lineage for the epoch; other lineages may still try them.
 
 The best skill is picked on validation alone: the highest mean among the initial skill and the
@@ -20,18 +20,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillgrad.loop.ahead import Ahead
-from skillgrad.loop.gate import Gate, ValResults, mean_of
-from skillgrad.loop.search.base import Proposal, Remaining, SearchContext
-from skillgrad.loop.search.entry import EntryGate
-from skillgrad.loop.search.merging import Pair, make_merge, merge_pair
+from skillgrad.loop.decision.gate import Gate, ValResults, mean_of
+from skillgrad.loop.decision.pool_entry import EntryGate
+from skillgrad.loop.prefetch import PrefetchedRollouts
+from skillgrad.loop.search.lineage_merge import Pair, make_merge, merge_pair
 from skillgrad.loop.search.parents import parent_rng
 from skillgrad.loop.search.pool import Member, MergeTry, Pool
+from skillgrad.loop.search.protocol import Proposal, Remaining, SearchContext
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.stopping import remaining_tasks
 from skillgrad.package.model import skill_chars
 from skillgrad.run_folder import version_name
-from skillgrad.skill import Edit, SkillDoc
+from skillgrad.skilldoc import Edit, SkillDoc
 
 
 class FrontierSearch:
@@ -79,7 +79,7 @@ class FrontierSearch:
             "message", text=f"step {step}: parent {version_name(member.version)} ({how}; frontier of {size})"
         )
 
-    def merge(self, state: TrainState, step: int) -> Proposal | None:
+    def merge_lineages(self, state: TrainState, step: int) -> Proposal | None:
         if self.pending is None:
             return None
         pair, self.pending = self.pending, None
@@ -139,7 +139,7 @@ class FrontierSearch:
 
     # -- the end -------------------------------------------------------------------------------
     def stop_reason(
-        self, state: TrainState, incumbent: ValResults, remaining: Remaining, ahead: Ahead | None
+        self, state: TrainState, incumbent: ValResults, remaining: Remaining, ahead: PrefetchedRollouts | None
     ) -> tuple[str, str] | None:
         pool = self.pool(state)
         members = pool.frontier()

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from skillgrad.loop.ahead import Ahead
-from skillgrad.loop.gate import Gate, ValResults
-from skillgrad.loop.search.base import Proposal, Remaining, SearchContext
+from skillgrad.loop.decision.gate import Gate, ValResults
+from skillgrad.loop.prefetch import PrefetchedRollouts
+from skillgrad.loop.search.protocol import Proposal, Remaining, SearchContext
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.stopping import stop_reason
 from skillgrad.run_folder import version_name
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 
 
 class GreedySearch:
@@ -28,7 +28,7 @@ class GreedySearch:
                 state.rejected_edits = []
             state.rejected_epoch, state.rejected_version = epoch, state.version
 
-    def merge(self, state: TrainState, step: int) -> Proposal | None:
+    def merge_lineages(self, state: TrainState, step: int) -> Proposal | None:
         return None
 
     def gate(self, state: TrainState, candidate: str) -> Gate:
@@ -47,7 +47,7 @@ class GreedySearch:
         state.reject(applied)
 
     def stop_reason(
-        self, state: TrainState, incumbent: ValResults, remaining: Remaining, ahead: Ahead | None
+        self, state: TrainState, incumbent: ValResults, remaining: Remaining, ahead: PrefetchedRollouts | None
     ) -> tuple[str, str] | None:
         return stop_reason(self.ctx.gate, state, incumbent, remaining, ahead, self.ctx.settings.replays)
 

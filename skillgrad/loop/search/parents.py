@@ -25,7 +25,7 @@ class ParentRule(Protocol):
     dominates, each a `Scored` with its version, per-item val means and size), drawn with `rng`
     alone, so a resumed run draws what the uninterrupted one drew (a seeded generator of the step:
     `parent_rng`). A rule of the caller's that raises, or returns no member, stops the run with
-    `TrainingFailed` naming it (loop/custom.py)."""
+    `TrainingFailed` naming it (loop/custom_strategies.py)."""
 
     def __call__(self, members: Sequence[Scored], rng: random.Random, /) -> Scored: ...
 

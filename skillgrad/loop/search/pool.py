@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from skillgrad.loop.search.dominance import Scored, dominator, frontier, item_means
 from skillgrad.package.model import skill_chars
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 
 
 def _canonical_edit(data: dict[str, Any]) -> dict[str, Any]:
@@ -93,7 +93,7 @@ class Pool(_Model):
                 raise ValueError(f"member v{member.version} has no parent")
             if missing := [p for p in member.parents if p not in seen]:
                 raise ValueError(f"member v{member.version}: parent v{missing[0]} is not an earlier member")
-            # an item may hold no score: every run of it failed (missing, loop/validate.py)
+            # an item may hold no score: every run of it failed (missing, loop/decision/racing.py)
             if set(member.results) != items or not any(member.results.values()):
                 raise ValueError(f"member v{member.version} is not scored on the pool's val items")
             seen.add(member.version)

@@ -9,11 +9,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillgrad.backends.base import ChatModel
+from skillgrad.backends.interface import ChatModel
 from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.search.threeway import Conflict
-from skillgrad.skill import PROTECT_CLOSE, PROTECT_OPEN, Edit
+from skillgrad.skilldoc import PROTECT_CLOSE, PROTECT_OPEN, Edit
 from skillgrad.templates import render
 from skillgrad.values import Effort, Message
 

@@ -16,7 +16,7 @@ import difflib
 from dataclasses import dataclass
 
 from skillgrad.package.model import SkillPackage, as_package
-from skillgrad.skill import MAIN_FILE, normalize_text
+from skillgrad.skilldoc import MAIN_FILE, normalize_text
 
 Hunk = tuple[int, int, int, int]  # base lines [i1, i2) became side lines [j1, j2)
 

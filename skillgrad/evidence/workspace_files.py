@@ -19,7 +19,7 @@ from typing import Any
 
 from skillgrad.evidence.fulltrace import full_trace, locator
 from skillgrad.package.model import SKILL_FILE, as_package
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.templates import render
 from skillgrad.traces.view import Locator
 from skillgrad.values import Rollout, Task
@@ -39,7 +39,7 @@ class TaskEntry:
 
 
 @dataclass(frozen=True)
-class Casefile:
+class WorkspaceFiles:
     files: dict[str, str]  # path inside the workspace -> text
     tasks: tuple[TaskEntry, ...]
 
@@ -147,9 +147,9 @@ def _task_entry(
     return TaskEntry(folder, line, locate), files
 
 
-def build_casefile(
+def build_workspace_files(
     skill: str, rollouts: list[Rollout], rejected: list[Edit], include_traces: bool
-) -> Casefile:
+) -> WorkspaceFiles:
     """Every file of the workspace for `rollouts` (already `redacted`), and per task its listing
     line and gap pointers. Traces and transcripts only when the analyst reads traces
     (`model.trace_to_optimizer`)."""
@@ -162,6 +162,6 @@ def build_casefile(
         files.update(task_files)
     files.update(_skill_files(skill))
     files["rejected_edits.json"] = _json([e.to_json() for e in rejected])
-    casefile = Casefile(files, tuple(entries))
-    files[README] = "# Reflection workspace\n\n" + casefile.listing + "\n"
-    return casefile
+    workspace_files = WorkspaceFiles(files, tuple(entries))
+    files[README] = "# Reflection workspace\n\n" + workspace_files.listing + "\n"
+    return workspace_files

@@ -13,15 +13,15 @@ from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
-from skillgrad.loop.search.base import Proposal, SearchContext
 from skillgrad.loop.search.dominance import EPS
 from skillgrad.loop.search.pool import Member, Pool
+from skillgrad.loop.search.protocol import Proposal, SearchContext
 from skillgrad.loop.search.resolve import Side, resolve
 from skillgrad.loop.search.threeway import merge_skills
 from skillgrad.package.doc import open_skill
 from skillgrad.package.model import as_package
 from skillgrad.run_folder import RunFiles, version_name
-from skillgrad.skill import Edit, EditOutcome, diff_edits
+from skillgrad.skilldoc import Edit, EditOutcome, diff_edits
 
 
 @dataclass(frozen=True)

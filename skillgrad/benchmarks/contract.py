@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from skillgrad.values import SPLITS, AgentResult, Score, Split, Task
 
 if TYPE_CHECKING:
-    from skillgrad.backends.base import ChatModel
+    from skillgrad.backends.interface import ChatModel
 
 __all__ = [
     "SPLITS",

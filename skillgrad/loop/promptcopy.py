@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from importlib import resources
 
-from skillgrad.skill import Edit, normalize_text
+from skillgrad.skilldoc import Edit, normalize_text
 
 _QUOTED = re.compile(r'"([^"\n]+)"')
 _MARKER = re.compile(r"^\s*(?:[-*+#]+|\d+[.)])\s+")
@@ -57,7 +57,7 @@ def template_texts(package: str = "skillgrad.loop") -> list[str]:
     return [f.read_text(encoding="utf-8") for f in folder.iterdir() if f.name.endswith(".md")]
 
 
-class PromptEcho:
+class PromptCopyGuard:
     """`echo(edit)` is true when the edit's new text was copied from one of `texts`."""
 
     def __init__(self, texts: Iterable[str], copied_texts: Iterable[str] = (), example: str = "") -> None:
@@ -81,12 +81,12 @@ class PromptEcho:
         ]
 
     @classmethod
-    def of_templates(cls, package: str = "skillgrad.loop") -> PromptEcho:
+    def of_templates(cls, package: str = "skillgrad.loop") -> PromptCopyGuard:
         return cls(template_texts(package))
 
-    def with_failed_answers(self, answers: Iterable[str]) -> PromptEcho:
+    def with_failed_answers(self, answers: Iterable[str]) -> PromptCopyGuard:
         """This filter plus the given failed answers of the step (blank ones ignored)."""
-        return PromptEcho(self.templates, [*self.copied_texts, *answers], self.example)
+        return PromptCopyGuard(self.templates, [*self.copied_texts, *answers], self.example)
 
     def own_rationale(self, edit: Edit) -> Edit:
         """`edit` with its rationale blanked when that takes over the example edit's wording."""

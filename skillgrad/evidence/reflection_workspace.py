@@ -1,4 +1,4 @@
-"""One reflection in a workspace, as the reflect stage runs it (`loop.reflection` calls it when
+"""One reflection in a workspace, as the reflect stage runs it (`loop.reflect_stage` calls it when
 `optimizer.reflection` is workspace): the folder written through the run folder (redacted), the
 analyst's model bound to it (`WorkspaceChat`, a ChatModel whose `complete` is a bounded,
 read-only session in the folder, its prompt the index plus the folder's guide), and what goes into
@@ -13,17 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from skillgrad.backends.reading import Investigation, ReadingBounds, ReadingChatModel
-from skillgrad.evidence.casefile import Casefile, Redaction, build_casefile, redacted
 from skillgrad.evidence.opened import opened, read_ranges
+from skillgrad.evidence.workspace_files import Redaction, WorkspaceFiles, build_workspace_files, redacted
 from skillgrad.run_folder import RunDir
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.templates import render
 from skillgrad.values import Effort, Message, Reply, Rollout
 
 
-def guide(casefile: Casefile, tools: str, turns: int) -> str:
+def guide(workspace_files: WorkspaceFiles, tools: str, turns: int) -> str:
     """The system prompt's part on the folder: its listing, the harness's tools, the turns."""
-    return render("skillgrad.evidence", "guide", listing=casefile.listing, tools=tools, turns=turns)
+    return render("skillgrad.evidence", "guide", listing=workspace_files.listing, tools=tools, turns=turns)
 
 
 def with_guide(messages: list[Message], text: str) -> list[Message]:
@@ -89,13 +89,13 @@ def digest_record(reply: Reply, wall_s: float) -> dict[str, Any]:
 
 
 @dataclass
-class OpenDesk:
+class ReflectionWorkspace:
     """One reflection's workspace, written, and the analyst's model bound to it; `rollouts` are
     the minibatch redacted, as the folder holds them, for the prompt's trace views."""
 
     folder: Path
     name: str
-    casefile: Casefile
+    workspace_files: WorkspaceFiles
     chat: WorkspaceChat
     rollouts: list[Rollout]
     build_s: float  # writing the folder, before the call
@@ -105,13 +105,13 @@ class OpenDesk:
         return {
             "reflection": "workspace",
             "workspace": self.name,
-            "workspace_files": sorted(self.casefile.files),
+            "workspace_files": sorted(self.workspace_files.files),
             "workspace_build_s": round(self.build_s, 3),
             **session_record(found or self.chat.found, self.folder),
         }
 
 
-class Desk:
+class WorkspaceOpener:
     """Opens a fresh workspace per analyst call, under the step's reflections folder."""
 
     def __init__(self, run: RunDir, bounds: ReadingBounds) -> None:
@@ -129,11 +129,11 @@ class Desk:
         rollouts: list[Rollout],
         rejected: list[Edit],
         include_traces: bool,
-    ) -> OpenDesk:
+    ) -> ReflectionWorkspace:
         started = time.monotonic()
         clean = [redacted(r, self.redaction) for r in rollouts]
-        casefile = build_casefile(self.redaction.text(skill), clean, rejected, include_traces)
-        folder = self.run.write_folder(self.run.reflection_workspace(step, name), casefile.files)
-        text = guide(casefile, chat.reading_tools, self.bounds.turns)
+        workspace_files = build_workspace_files(self.redaction.text(skill), clean, rejected, include_traces)
+        folder = self.run.write_folder(self.run.reflection_workspace(step, name), workspace_files.files)
+        text = guide(workspace_files, chat.reading_tools, self.bounds.turns)
         bound = WorkspaceChat(chat, folder, self.bounds, text)
-        return OpenDesk(folder, name, casefile, bound, clean, time.monotonic() - started)
+        return ReflectionWorkspace(folder, name, workspace_files, bound, clean, time.monotonic() - started)

@@ -2,7 +2,7 @@
 
 A minibatch of six shows six answers; the rule behind "expected X, got Y" shows in what the misses
 of the whole step have in common (five of eight failed answers wrap the expected span in a
-sentence, 11 words where 2 were expected). `census` counts the step's answers by `kinds.miss_of`;
+sentence, 11 words where 2 were expected). `misses_section` counts the step's answers by `kinds.miss_of`;
 `pick_contrasts` pairs a failed task of the prompt with a passed task of the step that expects
 an answer of the same shape, so the analyst sees what passing looks like beside the miss.
 """
@@ -28,7 +28,7 @@ def _refs(indexes: list[int]) -> str:
     return f"task {indexes[0]}" if len(indexes) == 1 else "tasks " + ", ".join(map(str, indexes))
 
 
-def census(batch: list[Rollout], shown: list[Rollout]) -> str:
+def misses_section(batch: list[Rollout], shown: list[Rollout]) -> str:
     """The step's answers counted by kind (most common miss first), with answer lengths; which
     of the prompt's tasks (1-based) each kind holds. "" when nothing failed or nothing is known."""
     kinds = [(r, miss_of(r)) for r in batch]

@@ -21,7 +21,7 @@ class _Started:
     future: Future[list[Rollout]]
 
 
-class Ahead:
+class PrefetchedRollouts:
     """Step number -> train rollouts in flight (or done) with the skill they were started with."""
 
     def __init__(self, pool: ThreadPoolExecutor) -> None:

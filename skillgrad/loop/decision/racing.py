@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from skillgrad.loop.gate import Gate, ValResults
+from skillgrad.loop.decision.gate import Gate, ValResults
 from skillgrad.values import Rollout, Task
 
 

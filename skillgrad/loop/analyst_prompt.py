@@ -7,15 +7,15 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from skillgrad.backends.base import ChatModel
+from skillgrad.backends.interface import ChatModel
 from skillgrad.demos import EXAMPLE_OPS, entry_task
-from skillgrad.loop.census import census, contrasts_section, pick_contrasts
-from skillgrad.loop.examples import ExampleOffer
-from skillgrad.loop.merge import Patch
+from skillgrad.loop.example_edits import ExampleOffer
+from skillgrad.loop.misses import contrasts_section, misses_section, pick_contrasts
+from skillgrad.loop.patch_merge import Patch
 from skillgrad.loop.shapes import form_summary
 from skillgrad.package.model import as_package
 from skillgrad.package.prompt import package_schema, package_targets, package_view
-from skillgrad.skill import END_ANCHOR, Edit, edit_targets
+from skillgrad.skilldoc import END_ANCHOR, Edit, edit_targets
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.traces.view import Locator, render_view
@@ -184,7 +184,7 @@ def targets_section(skill: str, budget: int | None = None) -> str:
 def evidence_section(inputs: AnalystInputs) -> str:
     """The step's misses counted by kind and the contrasts, as the analyst reads them after the tasks."""
     batch = list(inputs.batch) or inputs.rollouts
-    counted = census(batch, inputs.rollouts) if inputs.census else ""
+    counted = misses_section(batch, inputs.rollouts) if inputs.census else ""
     pairs = pick_contrasts(inputs.rollouts, batch, inputs.contrasts)
     return "\n".join(part for part in (counted, contrasts_section(pairs, inputs.rollouts)) if part)
 

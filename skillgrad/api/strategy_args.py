@@ -16,13 +16,13 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from skillgrad.backend_specs import BACKENDS
-from skillgrad.backends.base import Agent
+from skillgrad.backends.interface import Agent
 from skillgrad.config import Config, OptimizerConfig
 from skillgrad.config.loading import check_combinations
 from skillgrad.errors import UserError
-from skillgrad.loop.custom import Custom, Gate, label, lacks
-from skillgrad.loop.search.base import Search, SearchContext
+from skillgrad.loop.custom_strategies import Custom, Gate, label, lacks
 from skillgrad.loop.search.parents import ParentRule
+from skillgrad.loop.search.protocol import Search, SearchContext
 
 GateLike: TypeAlias = "str | Gate"
 SearchLike: TypeAlias = "str | Callable[[SearchContext], Search]"

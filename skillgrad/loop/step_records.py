@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from skillgrad.config import OptimizerConfig
-from skillgrad.loop.gate import GateDecision, mean_of
-from skillgrad.loop.validate import Validation
-from skillgrad.loop.verdict import RacedOut
+from skillgrad.loop.decision.gate import GateDecision, mean_of
+from skillgrad.loop.decision.judge import RacedOut
+from skillgrad.loop.decision.racing import Validation
 from skillgrad.run_folder import version_name
-from skillgrad.skill import EditOutcome
+from skillgrad.skilldoc import EditOutcome
 
 ACTIONS = ("accepted", "rejected", "skipped")
 
@@ -52,7 +52,7 @@ class GateRecord:
     calls: int
     skip_reason: str | None = None  # why a candidate with edits was not validated (a failed check)
     missing: int = 0  # the candidate's runs whose agent failed: no outcome, left out of the test
-    held: bool = False  # not kept only because of those (loop/verdict.py): its edits stay allowed
+    held: bool = False  # not kept only because of those (loop/decision/judge.py): its edits stay allowed
     # raced out: the mean over the items it ran on, and the most its full validation could score
     partial_score: float | None = None
     candidate_bound: float | None = None

@@ -27,20 +27,20 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from skillgrad.backend_specs import spec_for
-from skillgrad.backends.base import AgentResult
 from skillgrad.backends.chat_agent import task_prompt
-from skillgrad.benchmarks.base import Score, Task
+from skillgrad.backends.interface import AgentResult
+from skillgrad.benchmarks.contract import Score, Task
 from skillgrad.config import BudgetConfig, Config
 from skillgrad.demos import demo_from_task, render_entry
 from skillgrad.evidence.mode import reflection_mode
-from skillgrad.loop.reflect import AnalystInputs, analyst_messages
+from skillgrad.loop.analyst_prompt import AnalystInputs, analyst_messages
 from skillgrad.loop.rewrite import rewrite_messages
 from skillgrad.loop.rollout import Rollout
 from skillgrad.loop.search.resolve import Side, merge_messages
 from skillgrad.loop.search.threeway import Conflict
 from skillgrad.loop.shapes import form_rule
 from skillgrad.package.model import skill_chars
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.templates import render
 from skillgrad.traces.steps import TraceCaps
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from skillgrad.benchmarks.base import Benchmark
+from skillgrad.benchmarks.contract import Benchmark
 from skillgrad.config import Config
 from skillgrad.errors import UserError
 
@@ -98,7 +98,9 @@ def check_benchmark_object(bench: object, what: str) -> None:
     missing = [m for m in ("load", "score") if not callable(getattr(bench, m, None))]
     if missing or not isinstance(getattr(bench, "name", None), str):
         lacks = ", ".join(missing) or "name"
-        raise UserError(f"{what} lacks {lacks} (see the Benchmark protocol, skillgrad/benchmarks/base.py)")
+        raise UserError(
+            f"{what} lacks {lacks} (see the Benchmark protocol, skillgrad/benchmarks/contract.py)"
+        )
 
 
 def check_benchmark_name(name: str) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from skillgrad.loop.gate import Gate, GateDecision, ValResults, compared, mean_of, optimistic
+from skillgrad.loop.decision.gate import Gate, GateDecision, ValResults, compared, mean_of, optimistic
 from skillgrad.loop.search.dominance import EPS, Scored, dominator, item_means
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
 
-from skillgrad.backends.base import Agent
+from skillgrad.backends.interface import Agent
 from skillgrad.config import Config
 
 

@@ -2,7 +2,7 @@
 
 A gate compares per-item validation results (`ValResults`: task id -> one score per repeat) of a
 candidate with the incumbent's, on the incumbent's items. An outcome that is missing (a run whose
-agent failed, `loop/validate.py`) is not there: an item is compared on the outcomes each side has,
+agent failed, `loop/decision/racing.py`) is not there: an item is compared on the outcomes each side has,
 and an item either side has none of is left out of the comparison.
 
 Racing and the early stop ask each gate `can_pass`: False only when no outcome of the runs not
@@ -11,7 +11,7 @@ rejects a candidate the full validation would accept. The strict gate is monoton
 candidate's outcomes, so full marks on the rest (`optimistic`) is its exact bound; the paired
 gate's statistic is not monotone, and it bounds its p-value instead (`significance.p_value_floor`).
 
-`pool_test` is the test a frontier child passes against its parent (`search/entry.py`): the same
+`pool_test` is the test a frontier child passes against its parent (`loop/decision/pool_entry.py`): the same
 test on every item, without asking the mean to rise where the test itself tells wins from noise.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from skillgrad.loop.significance import p_value_floor, paired_effect, paired_permutation_test
+from skillgrad.loop.decision.significance import p_value_floor, paired_effect, paired_permutation_test
 from skillgrad.loop.state import ValResults
 
 __all__ = ["Gate", "GateDecision", "ValResults", "compared", "make_gate", "mean_of", "optimistic"]
@@ -35,7 +35,7 @@ class GateDecision:
     effect: float  # candidate mean - incumbent mean, over the items compared
     p_value: float | None = None  # None for gates without a significance test
     alpha: float | None = None
-    # not kept only because its missing outcomes, counted as failures, reject it (loop/verdict.py):
+    # not kept only because its missing outcomes, counted as failures, reject it (loop/decision/judge.py):
     # no verdict on its edits
     held: bool = False
 
@@ -64,7 +64,7 @@ class Gate(Protocol):
         ...
 
     def pool_test(self) -> Gate:
-        """The gate a frontier child must pass against its parent on every item (search/entry.py):
+        """The gate a frontier child must pass against its parent on every item (loop/decision/pool_entry.py):
         under the null it accepts no more often than this gate does."""
         ...
 

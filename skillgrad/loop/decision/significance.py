@@ -25,7 +25,7 @@ any score in [0, 1] (for the quantised statistic). Unlike a sum of differences, 
 not monotone in the candidate's outcomes (a tie on an item the candidate lost adds null spread),
 so racing asks `p_value_floor` for a bound that holds whatever the items not run yet give.
 
-Missing outcomes (a run whose agent failed, `loop/validate.py`) are left out of the pairing: an
+Missing outcomes (a run whose agent failed, `loop/decision/racing.py`) are left out of the pairing: an
 item is compared on the outcomes each side has (m for the candidate, n for the incumbent; the
 relabellings give m of the m + n pooled outcomes to the candidate, still exact under the null),
 and an item one side has no outcome for is not compared at all. psi's unit is set by m, so a

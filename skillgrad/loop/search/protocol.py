@@ -6,18 +6,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from skillgrad.backends.base import ChatModel
+from skillgrad.backends.interface import ChatModel
 from skillgrad.loop.accounting import Accounting
-from skillgrad.loop.ahead import Ahead
 from skillgrad.loop.checks import CandidateChecks
-from skillgrad.loop.events import Events
-from skillgrad.loop.gate import Gate, ValResults, mean_of
+from skillgrad.loop.decision.gate import Gate, ValResults, mean_of
+from skillgrad.loop.event_bus import Events
 from skillgrad.loop.plan import PlanStep
+from skillgrad.loop.prefetch import PrefetchedRollouts
 from skillgrad.loop.search.parents import ParentRule
 from skillgrad.loop.state import TrainState
 from skillgrad.package.doc import PackageDoc
 from skillgrad.run_folder import RunDir
-from skillgrad.skill import Edit, EditOutcome, SkillDoc
+from skillgrad.skilldoc import Edit, EditOutcome, SkillDoc
 from skillgrad.values import Effort
 
 # A candidate as the trainer validates it: the skill, its edits' outcomes, why it may not be validated.
@@ -75,7 +75,7 @@ class Search(Protocol):
 
     def begin(self, state: TrainState, step: int, epoch: int) -> None: ...
 
-    def merge(self, state: TrainState, step: int) -> Proposal | None:
+    def merge_lineages(self, state: TrainState, step: int) -> Proposal | None:
         """A candidate made without rollouts (a lineage merge) to validate in this step, or None:
         the step makes its candidate from its train batch as usual. May re-point the parent."""
         ...
@@ -94,7 +94,7 @@ class Search(Protocol):
     def reject(self, state: TrainState, applied: list[Edit]) -> None: ...
 
     def stop_reason(
-        self, state: TrainState, incumbent: ValResults, remaining: Remaining, ahead: Ahead | None
+        self, state: TrainState, incumbent: ValResults, remaining: Remaining, ahead: PrefetchedRollouts | None
     ) -> tuple[str, str] | None:
         """(code, sentence) when no remaining step can change the result, else None."""
         ...

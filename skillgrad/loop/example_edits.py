@@ -24,7 +24,7 @@ from skillgrad.demos import Demo, demo_from_task, entry_task, render_entry
 from skillgrad.errors import UserError
 from skillgrad.loop.shapes import form_rule
 from skillgrad.package.doc import skill_demos
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.values import Rollout, Task
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from skillgrad.traces import claude
 from skillgrad.traces.codex import is_codex_record, steps_from_codex_events
 from skillgrad.traces.codex_rollout import IGNORED_RECORDS, is_rollout_record, rollout_steps
-from skillgrad.traces.records import ReadStats, iter_records
-from skillgrad.traces.session import ParsedSession
+from skillgrad.traces.parsed_session import ParsedSession
+from skillgrad.traces.record_stream import ReadStats, iter_records
 from skillgrad.values import TraceStep
 
 _CODEX_EVIDENCE = {

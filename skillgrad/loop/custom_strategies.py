@@ -4,7 +4,7 @@ parent=..., agent=...)`), and the adapters that hold them to the loop's contract
 The public protocols are small; each adapter turns what the caller's object may get wrong into
 the loop's own error contract, so a caller's bug never looks like one of skillgrad's:
 
-- `Gate` (public): `decide` alone. `UserGate` is the loop's gate (`loop/gate.py`) around it: the
+- `Gate` (public): `decide` alone. `UserGate` is the loop's gate (`loop/decision/gate.py`) around it: the
   repeats are `optimizer.val_repeats`; `can_pass` is the object's own when it has one, else True
   (racing then never stops a candidate early, and the `no_headroom` stop never fires: both need a
   bound only the gate can give); the frontier's pool test is the gate itself. What `decide` or
@@ -12,7 +12,7 @@ the loop's own error contract, so a caller's bug never looks like one of skillgr
   `TrainingFailed` naming the gate (summary.json says `stopped: error`).
 - `ParentRule` (`search/parents.py`): a rule that raises or returns no member of the frontier
   stops the run the same way (`checked_rule`).
-- `Agent` (`backends/base.py`): `UserAgent` keeps the Agent contract for it: what it raises is
+- `Agent` (`backends/interface.py`): `UserAgent` keeps the Agent contract for it: what it raises is
   a failed run of that task (as for any backend: `loop/rollout.py`), a `FatalBackendError`
   excepted, and a reply that is no `AgentResult` is a failed run saying so; a result whose
   usage counts no call is one call of unknown cost (unless it states a cost). It is the target
@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from skillgrad.backends.base import Agent
+from skillgrad.backends.interface import Agent
 from skillgrad.errors import FatalBackendError, TrainingFailed
 from skillgrad.loop.accounting import BudgetStop
-from skillgrad.loop.gate import Gate as LoopGate
-from skillgrad.loop.gate import GateDecision, ValResults
-from skillgrad.loop.search.base import Search, SearchContext
+from skillgrad.loop.decision.gate import Gate as LoopGate
+from skillgrad.loop.decision.gate import GateDecision, ValResults
 from skillgrad.loop.search.dominance import Scored
 from skillgrad.loop.search.parents import ParentRule
+from skillgrad.loop.search.protocol import Search, SearchContext
 from skillgrad.values import AgentResult, Task
 
 SearchFactory = Callable[[SearchContext], Search]

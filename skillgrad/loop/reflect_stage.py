@@ -1,7 +1,7 @@
 """The reflect stage as the trainer runs it: which minibatches go to the analysts, and the pool
 that asks them side by side (bounded by the calls in flight of every stage together), each
 reflection persisted and paid for; when selection drops every proposed edit, the re-ask
-(`optimizer.reask_dropped`, `Reflection.reask`). The prompts and the reply's patch are `reflect`'s."""
+(`optimizer.reask_dropped`, `Reflection.reask`). The prompts and the reply's patch are `analyst_prompt`'s."""
 
 from __future__ import annotations
 
@@ -11,25 +11,25 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import cast
 
-from skillgrad.backends.base import ChatModel
+from skillgrad.backends.interface import ChatModel
 from skillgrad.backends.reading import ReadingBoundError, ReadingBounds, ReadingChatModel
 from skillgrad.config import Config
 from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
-from skillgrad.evidence.desk import Desk, OpenDesk, digest_record
 from skillgrad.evidence.mode import reads_workspace
+from skillgrad.evidence.reflection_workspace import ReflectionWorkspace, WorkspaceOpener, digest_record
 from skillgrad.loop.accounting import Accounting
+from skillgrad.loop.analyst_prompt import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
 from skillgrad.loop.candidate import Candidates
-from skillgrad.loop.events import Events
-from skillgrad.loop.examples import example_offer
-from skillgrad.loop.merge import Patch
-from skillgrad.loop.reflect import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
+from skillgrad.loop.event_bus import Events
+from skillgrad.loop.example_edits import example_offer
+from skillgrad.loop.patch_merge import Patch
 from skillgrad.loop.rewrite import Analyst
 from skillgrad.loop.selection import COPIES_TASK, Selection
 from skillgrad.loop.stages import Roles, TrainingFailed
 from skillgrad.loop.state import TrainState
 from skillgrad.package.model import as_package
 from skillgrad.run_folder import RunDir
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 from skillgrad.traces.steps import TraceCaps
 from skillgrad.values import Rollout, Task
 
@@ -74,12 +74,12 @@ class Reflection:
         self.include_traces = cfg.model.trace_to_optimizer if custom else cfg.model.analyst_sees_traces()
         self.trace_heading = trace_heading(roles.trace_name) if roles.trace_name else TRACE_HEADING
         # optimizer.reflection: workspace -> each analyst reads its minibatch in a folder (evidence)
-        self.desk: Desk | None = None
+        self.opener: WorkspaceOpener | None = None
         self.readers: list[ReadingChatModel] = []
         if reads_workspace(cfg, self.chats[0]):
             self.readers = [cast(ReadingChatModel, chat) for chat in self.chats]
             bounds = ReadingBounds(cfg.optimizer.reflection_turns, cfg.optimizer.reflection_timeout_s)
-            self.desk = Desk(run, bounds)
+            self.opener = WorkspaceOpener(run, bounds)
 
     def reflect(
         self, step: int, epoch: int | None, state: TrainState, rollouts: list[Rollout], lr: int
@@ -185,14 +185,18 @@ class Reflection:
 
     def _analyst_for(
         self, step: int, name: str, proposal: int, inputs: AnalystInputs
-    ) -> tuple[ChatModel, AnalystInputs, OpenDesk | None]:
+    ) -> tuple[ChatModel, AnalystInputs, ReflectionWorkspace | None]:
         """The analyst's model and inputs: as they are, or in a fresh workspace whose files the
         inputs' trace views point into (optimizer.reflection: workspace)."""
-        if self.desk is None:
+        if self.opener is None:
             return self.chats[proposal], inputs, None
         reader, seen = self.readers[proposal], (inputs.skill, inputs.rollouts, inputs.rejected)
-        desk = self.desk.open(step, name, reader, *seen, include_traces=inputs.include_traces)
-        return desk.chat, replace(inputs, rollouts=desk.rollouts, locators=desk.casefile.locators), desk
+        workspace = self.opener.open(step, name, reader, *seen, include_traces=inputs.include_traces)
+        return (
+            workspace.chat,
+            replace(inputs, rollouts=workspace.rollouts, locators=workspace.workspace_files.locators),
+            workspace,
+        )
 
     def _one(
         self,
@@ -213,7 +217,7 @@ class Reflection:
         failures = sum(1 for r in minibatch if not r.score.passed)
         with self.slots, self.accounting.reserved("optimizer", "reflect") as unit:
             inputs = self._inputs("" if reask else skill, minibatch, rejected, lr, batch)
-            chat, inputs, desk = self._analyst_for(step, name, proposal, inputs)
+            chat, inputs, workspace = self._analyst_for(step, name, proposal, inputs)
             started = time.monotonic()
             try:
                 patch, reply, messages = self.analyst(
@@ -221,7 +225,7 @@ class Reflection:
                 )
             except ReadingBoundError as bounded:  # paid; the step goes on without this analyst's edits
                 unit.record(bounded.paid)
-                extra = desk.record(bounded.spent) if desk else {}
+                extra = workspace.record(bounded.spent) if workspace else {}
                 self.run.write_json(record_path, {"minibatch": index, "error": str(bounded), **extra})
                 self.events.emit("message", text=f"step {step}: reflection {name}: {bounded}")
                 return Patch(index, [], failures, proposal, reask)
@@ -229,14 +233,15 @@ class Reflection:
                 raise  # what it paid is recorded on the way out (Accounting.reserved)
             except (StructuredOutputError, BackendError) as exc:
                 unit.record(exc.paid)  # its attempts are paid all the same
-                extra = desk.record() if desk else {}
+                extra = workspace.record() if workspace else {}
                 self.run.write_json(record_path, {"minibatch": index, "error": str(exc), **extra})
                 return exc
             unit.record(reply.usage, reply.saved)
         patch = replace(patch, reask=reask)
-        shown = desk.chat.sent if desk else messages  # what the analyst was sent, its guide included
+        # what the analyst was sent, its guide included
+        shown = workspace.chat.sent if workspace else messages
         record = reflection_record(index, minibatch, shown, reply, patch)
-        record.update(desk.record() if desk else digest_record(reply, time.monotonic() - started))
+        record.update(workspace.record() if workspace else digest_record(reply, time.monotonic() - started))
         self.run.write_json(record_path, record)
         return patch
 

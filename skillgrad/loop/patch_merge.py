@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from skillgrad.skill import Edit
+from skillgrad.skilldoc import Edit
 
 ADDS = ("add", "add_example")  # edits that change nothing already there: they never conflict
 

@@ -1,4 +1,5 @@
-"""A validation's verdict and what its score is (its gate record is `records.GateRecord`)."""
+"""The decision on a validation as it ran, and what its score is (its gate record is
+`step_records.GateRecord`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from skillgrad.loop.gate import Gate, GateDecision, ValResults, optimistic
-from skillgrad.loop.validate import Validation
+from skillgrad.loop.decision.gate import Gate, GateDecision, ValResults, optimistic
+from skillgrad.loop.decision.racing import Validation
 
 Metric = Callable[[Mapping[str, Sequence[float]]], float]
 

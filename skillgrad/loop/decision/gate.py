@@ -49,6 +49,16 @@ class GateDecision:
 
 
 class Gate(Protocol):
+    """The accept/reject decision: a candidate's per-item validation outcomes (`ValResults`: task
+    id -> one score in [0, 1] per repeat) against the incumbent's, and its bound for racing.
+
+    Error contract: pure (no I/O, no state: the same outcomes, the same decision) and total on
+    scores in [0, 1]. An item either side has no outcome for is left out of the comparison, and
+    nothing left to compare is a rejection, never an exception; it raises only for a programming
+    error (a score that is not a number). `can_pass` is True whenever some outcome of the runs not
+    made yet could make `decide` accept (racing stops a candidate on False); `pool_test` accepts
+    under the null no more often than the gate itself."""
+
     # Outcomes each item of a validation ends with (optimizer.val_repeats); None: as many as the
     # incumbent's most (a caller that knows better passes it: an incumbent may miss some).
     repeats: int | None

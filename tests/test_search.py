@@ -25,11 +25,11 @@ from skillgrad.loop.search.dominance import Scored, dominates, frontier
 from skillgrad.loop.search.frontier import FrontierSearch
 from skillgrad.loop.search.lineage_merge import merge_pair
 from skillgrad.loop.search.parents import PARENTS, item_weights, parent_rng
-from skillgrad.loop.search.pool import Member, Pool
+from skillgrad.loop.search.pool import Member, Pool, read_state
 from skillgrad.loop.search.protocol import SearchContext
 from skillgrad.loop.search.resolve import Side, parse_resolutions, resolve
 from skillgrad.loop.search.threeway import Conflict, merge_skills
-from skillgrad.loop.state import TrainState
+from skillgrad.loop.state import StateError, TrainState
 from skillgrad.loop.strategies import Strategies, search_settings
 from skillgrad.package.model import SkillPackage, as_package
 from skillgrad.report.candidate_tree import search_view
@@ -274,10 +274,15 @@ def test_pool_round_trips_through_state_json_and_refuses_what_does_not_hold_toge
     pool = Pool(members=[member(0, [], "", a=0, b=1), member(1, [0], "R\n", a=1, b=0)])
     pool.member(0).reject(1, [Edit("add", "end", "bad rule")])
     state = TrainState(step=1, version=1, accepted=1, current_text="R\n", pool=pool)
-    again = TrainState.from_json(state.to_json())
+    again = read_state(state.to_json())
     assert again.pool == pool and again.to_json() == state.to_json()
     assert "pool" not in TrainState().to_json()  # a greedy run's state.json is as before
     data = pool.to_json()
+    with pytest.raises(StateError, match="no strategy to read it"):  # the state holds no frontier model
+        TrainState.from_json(state.to_json())
+    orphan = {**data, "members": [data["members"][0], {**data["members"][1], "parents": [5]}]}
+    with pytest.raises(StateError, match=r"^pool: Value error, member v1: parent v5"):  # located as before
+        read_state({**state.to_json(), "pool": orphan})
     for broken, message in (
         ({**data, "members": [data["members"][1]]}, "no parents"),
         (

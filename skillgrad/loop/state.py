@@ -3,17 +3,22 @@
 `TrainState` is also the typed model of `state.json`: `from_json` validates what it reads (types,
 bounds, no unknown key) and raises `StateError` saying what is wrong. A new field is one line
 here, with a default, so the state.json of an older run still reads.
+
+A search strategy's own state (the frontier's pool, state.json's `pool`) is the strategy's: its
+model and its reading live with it (`loop/search/pool.py`, `read_state`), the checkpoint holds it
+as a `SearchState`.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, NonNegativeInt, TypeAdapter, ValidationError
 
 from skillgrad.errors import describe_validation
-from skillgrad.loop.search.pool import Pool
 from skillgrad.run_folder import version_name
 from skillgrad.skilldoc import Edit
 
@@ -27,9 +32,24 @@ class StateError(ValueError):
     """A state.json that is not a checkpoint; the message says what is wrong (one line)."""
 
 
+class SearchState(ABC):
+    """A search strategy's own part of the checkpoint, typed and read back by the strategy."""
+
+    @abstractmethod
+    def to_json(self) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def inconsistency(self, version: int, best_version: int) -> str | None:
+        """What no run leaves beside a current version `version` and a best `best_version`, or None."""
+
+
+# state.json's `pool` -> the strategy's state; pydantic's ValidationError when it is not one
+SearchStateReader = Callable[[Any], SearchState]
+
+
 @dataclass
 class TrainState:
-    __pydantic_config__ = ConfigDict(extra="forbid")
+    __pydantic_config__ = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     step: NonNegativeInt = 0  # last completed step
     version: NonNegativeInt = 0  # number of the current skill version (vNNNN)
@@ -59,7 +79,8 @@ class TrainState:
     reflected: dict[str, list[str]] = field(default_factory=dict)
     rounds: NonNegativeInt = 0  # sequential rounds of calls so far (observed), kept across a resume
     task_text_copies: NonNegativeInt = 0  # edits dropped because they copy a task's text
-    pool: Pool | None = None  # the frontier search's candidates (optimizer.search: frontier)
+    # the search strategy's own state: the frontier search's candidates (optimizer.search: frontier)
+    pool: SearchState | None = None
 
     def accept(self, text: str, score: float, step: int) -> bool:
         """The gate accepted the candidate `text` (validated at `score`): it becomes the current
@@ -104,16 +125,23 @@ class TrainState:
         return data
 
     @classmethod
-    def from_json(cls, data: Any) -> TrainState:
-        """The state a checkpoint holds; StateError (one line) for anything that is not one."""
+    def from_json(cls, data: Any, read_pool: SearchStateReader | None = None) -> TrainState:
+        """The state a checkpoint holds, its `pool` read by the search's `read_pool`; StateError
+        (one line) for anything that is not one."""
         if not isinstance(data, dict):
             raise StateError(f"expected a JSON object, got {type(data).__name__}")
         missing = [key for key in CHECKPOINT_KEYS if key not in data]
         if missing:
             raise StateError(f"no {', '.join(missing)}: this is not a checkpoint skillgrad wrote")
-        data = {k: v for k, v in data.items() if k != "val_scores"}  # older runs: means only, redone
+        pool = data.get("pool")
+        # older runs: means only (val_scores), redone
+        data = {k: v for k, v in data.items() if k not in ("val_scores", "pool")}
         try:
             state = _STATE.validate_python(data)
+            if pool is not None:
+                if read_pool is None:
+                    raise StateError("pool: a search strategy's state, but no strategy to read it")
+                state.pool = read_pool(pool)
         except ValidationError as exc:
             raise StateError(describe_validation(exc)) from None
         problem = state.inconsistency()
@@ -130,11 +158,7 @@ class TrainState:
         if self.accepted + self.rejected > self.step:
             return f"{self.accepted} accepted + {self.rejected} rejected steps, but only {self.step} ran"
         if self.pool is not None:
-            versions = [m.version for m in self.pool.members]
-            if versions[-1] > self.version:
-                return f"pool member v{versions[-1]} is past the current version {self.version}"
-            if self.best_version not in versions:
-                return f"best_version {self.best_version} is not a member of the pool"
+            return self.pool.inconsistency(self.version, self.best_version)
         return None
 
 

@@ -26,6 +26,7 @@ from skillgrad.backend_specs import spec_for
 from skillgrad.budget import Ledger, LedgerFileError, PaidJournal, ledger_record
 from skillgrad.config import Config, config_from_data
 from skillgrad.errors import UserError, describe_validation
+from skillgrad.loop.search.pool import read_state
 from skillgrad.loop.state import StateError, TrainState
 from skillgrad.run_folder import RunDir, RunFiles, read_task_index, version_name
 
@@ -195,7 +196,7 @@ def _checkpoint(out: Path, steps: list[int]) -> Checkpoint | None:
     try:
         ledger = data.pop("ledger", {}) if isinstance(data, dict) else {}
         ledger_record(ledger)
-        state = TrainState.from_json(data)
+        state = read_state(data)
     except (StateError, LedgerFileError) as exc:
         raise _damaged(path, str(exc)) from None
     if state.step and state.step not in steps:

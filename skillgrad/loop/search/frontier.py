@@ -25,7 +25,7 @@ from skillgrad.loop.decision.pool_entry import EntryGate
 from skillgrad.loop.prefetch import PrefetchedRollouts
 from skillgrad.loop.search.lineage_merge import Pair, make_merge, merge_pair
 from skillgrad.loop.search.parents import parent_rng
-from skillgrad.loop.search.pool import Member, MergeTry, Pool
+from skillgrad.loop.search.pool import Member, MergeTry, Pool, pool_of
 from skillgrad.loop.search.protocol import Proposal, Remaining, SearchContext
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.stopping import remaining_tasks
@@ -48,10 +48,11 @@ class FrontierSearch:
     @staticmethod
     def pool(state: TrainState) -> Pool:
         """The state's pool; a run's first step makes it from the validated initial skill."""
-        if state.pool is None:
+        pool = pool_of(state)
+        if pool is None:
             results = state.val_results[SkillDoc(state.current_text).content_hash]
-            state.pool = Pool(members=[Member(version=0, text=state.current_text, results=results)])
-        return state.pool
+            pool = state.pool = Pool(members=[Member(version=0, text=state.current_text, results=results)])
+        return pool
 
     # -- the parent ----------------------------------------------------------------------------
     def begin(self, state: TrainState, step: int, epoch: int) -> None:
@@ -156,10 +157,11 @@ class FrontierSearch:
         return "no_failures", "every frontier member passes every remaining train batch: nothing to learn"
 
     def tested(self, state: TrainState) -> list[int]:
-        return [m.version for m in state.pool.frontier()] if state.pool else []
+        pool = pool_of(state)
+        return [m.version for m in pool.frontier()] if pool else []
 
     def outcome(self, state: TrainState) -> dict[str, Any]:
-        pool = state.pool
+        pool = pool_of(state)
         outcomes = [t.outcome for t in pool.merges] if pool else []
         return {
             "search": {

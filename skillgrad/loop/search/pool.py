@@ -5,6 +5,9 @@ does not hold together (a parent that is not an earlier member, items that diffe
 members, an edit that is not an edit) fails validation instead of steering a resumed run.
 
 Version numbers are the run folder's: member `v` is `skills/vNNNN`, the initial skill is 0.
+
+The pool is the frontier's part of the checkpoint (`state.SearchState`): `read_state` reads a
+state.json with it, its errors located as `pool...` as the checkpoint's own are.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from skillgrad.loop.search.dominance import Scored, dominator, frontier, item_means
+from skillgrad.loop.state import SearchState, TrainState
 from skillgrad.package.model import skill_chars
 from skillgrad.skilldoc import Edit
 
@@ -76,7 +80,7 @@ class Member(_Model):
         self.rejected[-1].edits.extend(e.to_json() for e in edits)
 
 
-class Pool(_Model):
+class Pool(_Model, SearchState):
     members: list[Member] = Field(min_length=1)
     merges: list[MergeTry] = Field(default_factory=list)
 
@@ -156,3 +160,30 @@ class Pool(_Model):
     def from_json(cls, data: Any) -> Pool:
         """The pool in state.json; pydantic's ValidationError (a ValueError) when it is not one."""
         return cls.model_validate(data)
+
+    def inconsistency(self, version: int, best_version: int) -> str | None:
+        versions = [m.version for m in self.members]
+        if versions[-1] > version:
+            return f"pool member v{versions[-1]} is past the current version {version}"
+        if best_version not in versions:
+            return f"best_version {best_version} is not a member of the pool"
+        return None
+
+
+class _InState(BaseModel):
+    pool: Pool  # where state.json keeps it: a validation error names `pool...`
+
+
+def read_pool(data: Any) -> Pool:
+    """state.json's `pool`; pydantic's ValidationError (located as `pool...`) when it is not one."""
+    return _InState.model_validate({"pool": data}).pool
+
+
+def pool_of(state: TrainState) -> Pool | None:
+    """The frontier's pool in the state, if it has one."""
+    return state.pool if isinstance(state.pool, Pool) else None
+
+
+def read_state(data: Any) -> TrainState:
+    """A checkpoint (state.json) with its pool, if any; StateError (one line) for what is not one."""
+    return TrainState.from_json(data, read_pool)

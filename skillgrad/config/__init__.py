@@ -5,21 +5,20 @@ role key > CLI --backend > config model.backend > built-in default. After `load_
 `model.optimizer_backend` and `model.target_backend` are always concrete backend names.
 """
 
+from skillgrad.config.fields import BackendName, Schedule
 from skillgrad.config.loading import (
     config_from_data,
     load_config,
     resolve_roles,
 )
+from skillgrad.config.model_section import ModelConfig
+from skillgrad.config.optimizer_section import OptimizerConfig
 from skillgrad.config.sections import (
-    BackendName,
     BenchmarkConfig,
     BudgetConfig,
     CacheConfig,
     Config,
-    ModelConfig,
-    OptimizerConfig,
     RayConfig,
-    Schedule,
     SkillConfig,
     TraceConfig,
     TrackingConfig,

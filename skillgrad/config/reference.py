@@ -15,7 +15,8 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
 from skillgrad.backend_specs import backend_names
-from skillgrad.config.sections import BackendName, Config
+from skillgrad.config.fields import BackendName
+from skillgrad.config.sections import Config
 
 _BACKEND_NAME = get_args(BackendName)[1]  # the validator that marks a backend name
 

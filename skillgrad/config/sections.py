@@ -5,52 +5,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
-    PlainValidator,
     PrivateAttr,
-    SecretStr,
-    ValidationInfo,
     field_validator,
-    model_validator,
 )
-from pydantic_core import PydanticCustomError
 
-from skillgrad.backend_specs import BACKENDS, DEFAULT_BACKEND, backend_names, spec_for
+from skillgrad.config.fields import DAY_S, MAX_PARALLEL, Section
+from skillgrad.config.model_section import ModelConfig
+from skillgrad.config.optimizer_section import OptimizerConfig
 from skillgrad.demos import DEFAULT_EXAMPLE_CHARS
-from skillgrad.values import Effort
 
 
-def _registered_backend(value: Any) -> str:
-    """A backend name from the registry (read at validation time), else the error a Literal of
-    the names would give."""
-    if isinstance(value, str) and value in BACKENDS:
-        return value
-    names = [repr(n) for n in backend_names()]
-    expected = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
-    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
-
-
-BackendName = Annotated[str, PlainValidator(_registered_backend)]
-# Upper bounds of keys where a larger value is a typo that would hang or exhaust the machine.
-DAY_S = 86_400.0  # any one call, CLI session or self-test
-MAX_TOKENS = 1_000_000  # output tokens of one reply
-MAX_TURNS = 10_000  # tool calls of one harness session
-MAX_PARALLEL = 1024  # calls in flight, threads, workers, CPUs
-Schedule = Literal["constant", "linear", "cosine"]
-DEFAULT_MIN_LEARNING_RATE = 2
-
-
-class _Section(BaseModel):
-    # A field's docstring is its description: the configuration reference is generated from them.
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, use_attribute_docstrings=True)
-
-
-class BenchmarkConfig(_Section):
+class BenchmarkConfig(Section):
     """The tasks: which benchmark, its data, how it is split, and (`optimizer.target: description` or
     `both`) the queries that should and should not load the skill."""
 
@@ -103,7 +72,7 @@ class BenchmarkConfig(_Section):
         return value
 
 
-class SkillConfig(_Section):
+class SkillConfig(Section):
     """The skill being trained: where it starts, its name, its size budgets."""
 
     init: str | None = None
@@ -138,133 +107,7 @@ class SkillConfig(_Section):
     then the middle of the question); a reply that does not fit gives no example."""
 
 
-class ModelConfig(_Section):
-    """The two roles' models (the optimizer, which reflects and edits; the target, the agent under
-    training), their backends, and each backend's own settings."""
-
-    backend: BackendName = DEFAULT_BACKEND
-    """Backend of both roles unless a role is pinned (`--backend NAME`)."""
-    optimizer_backend: BackendName | None = None
-    """Pins the optimizer's backend (`--optimizer-backend NAME`)."""
-    target_backend: BackendName | None = None
-    """Pins the target's backend (`--target-backend NAME`)."""
-    optimizer_model: str | None = None
-    """The optimizer's model id (each backend has a default)."""
-    target_model: str | None = None
-    """The target's model id (each backend has a default)."""
-    reasoning_effort: Effort | None = "medium"
-    """Reasoning effort of models that take one; per role: `optimizer_reasoning_effort`,
-    `target_reasoning_effort`."""
-    optimizer_reasoning_effort: Effort | None = None
-    """The optimizer's reasoning effort (null: `reasoning_effort`)."""
-    target_reasoning_effort: Effort | None = None
-    """The target's reasoning effort (null: `reasoning_effort`)."""
-    base_url: str | None = None
-    """OpenAI-compatible or Anthropic endpoint; per role: `optimizer_base_url`, `target_base_url`."""
-    optimizer_base_url: str | None = None
-    """The optimizer's endpoint (null: `base_url`)."""
-    target_base_url: str | None = None
-    """The target's endpoint (null: `base_url`)."""
-    api_key: SecretStr | None = None
-    """A secret, never written anywhere; per role: `optimizer_api_key`, `target_api_key`; else
-    the SDK's environment variable (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`)."""
-    optimizer_api_key: SecretStr | None = None
-    """The optimizer's key (null: `api_key`)."""
-    target_api_key: SecretStr | None = None
-    """The target's key (null: `api_key`)."""
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    """Sampling temperature of chat backends."""
-    max_output_tokens: int = Field(1024, ge=16, le=MAX_TOKENS)
-    """Max tokens per reply."""
-    optimizer_max_output_tokens: int | None = Field(None, ge=16, le=MAX_TOKENS)
-    """The optimizer's max tokens per reply (null: `max_output_tokens`)."""
-    target_max_output_tokens: int | None = Field(None, ge=16, le=MAX_TOKENS)
-    """The target's max tokens per reply (null: `max_output_tokens`)."""
-    timeout_s: float = Field(120.0, gt=0, le=DAY_S)
-    """Per-request timeout of chat backends."""
-    max_retries: int = Field(4, ge=0, le=20)
-    """Transport retries with backoff (429, 5xx, timeouts), skillgrad's own (the SDKs' are off):
-    each a call `budget.max_calls` reserves and counts."""
-    json_retries: int = Field(2, ge=0, le=10)
-    """Re-asks after a reply that is not schema-valid JSON; then a `StructuredOutputError`
-    naming the stage."""
-    trace_to_optimizer: bool = True
-    """Show a harness target's trace steps (Claude Code, Codex) to the optimizer."""
-    claude_trace_to_optimizer: bool = True
-    """The Claude Code key: false hides Claude Code's trace steps (both keys must be true
-    for Claude Code)."""
-    claude_code_cli_path: str | None = None
-    """Use this `claude` binary instead of the one claude-agent-sdk bundles."""
-    claude_code_allowed_tools: list[str] = Field(
-        default_factory=lambda: ["Read", "Glob", "Grep", "Bash", "Write", "Edit"]
-    )
-    """Tools the Claude Code target may use (auto-approved)."""
-    claude_code_permission_mode: Literal["default", "acceptEdits", "bypassPermissions", "dontAsk"] = "default"
-    """Claude Code's permission mode (`bypassPermissions` needs `IS_SANDBOX=1` as root)."""
-    claude_code_max_turns: int = Field(20, ge=1, le=MAX_TURNS)
-    """Max Claude Code turns per task."""
-    claude_code_timeout_s: float = Field(600.0, gt=0, le=DAY_S)
-    """Wall-time limit of a Claude Code task (a timeout fails the task: it runs again per
-    `train.rollout_retries`, then is missing on val and test; the run goes on)."""
-    codex_cli_path: str | None = None
-    """Use this `codex` binary instead of the one on PATH."""
-    codex_sandbox: Literal["read-only", "workspace-write", "danger-full-access"] = "workspace-write"
-    """The sandbox of a Codex task (`danger-full-access` only where the container is the
-    sandbox)."""
-    codex_approval_policy: Literal["never", "on-request", "on-failure"] = "never"
-    """Codex's approval policy (nobody answers in `exec`: a request for approval is a refusal)."""
-    codex_max_turns: int = Field(20, ge=1, le=MAX_TURNS)
-    """Max tool calls per Codex task; the session is stopped at the next one."""
-    codex_timeout_s: float = Field(600.0, gt=0, le=DAY_S)
-    """Wall-time limit of a Codex session."""
-    codex_reuse_login: bool = False
-    """Copy your Codex `auth.json` into the private `CODEX_HOME` (to use a ChatGPT login)."""
-    local_model: str | None = None
-    """`local` backend: a GGUF path or a Hugging Face `owner/repo:file.gguf`; null: the packaged
-    SmolLM2-135M."""
-    local_threads: int = Field(1, ge=1, le=MAX_PARALLEL)
-    """Generation threads of the local model (1 holds its speed on a busy 2-core machine)."""
-    local_ctx: int = Field(4096, ge=512, le=1_048_576)
-    """Context size of the local model (part of every call-cache key of the local backend, with
-    the model file's path, size and mtime)."""
-
-    def backend_for(self, role: str) -> BackendName:
-        value = self.optimizer_backend if role == "optimizer" else self.target_backend
-        return value or self.backend
-
-    def traces_to_optimizer(self, backend: str) -> bool:
-        """Whether the analyst reads the trace steps of a target on `backend`: a harness that
-        emits traces, with model.trace_to_optimizer and the backend's own switch (if any) on."""
-        spec = spec_for(backend)
-        switch = getattr(self, spec.trace_switch) if spec.trace_switch else True
-        return spec.harness and self.trace_to_optimizer and bool(switch)
-
-    def analyst_sees_traces(self) -> bool:
-        """The one decision, for trainer and estimate alike: the analyst reads the target's traces."""
-        return self.traces_to_optimizer(self.backend_for("target"))
-
-    def model_for(self, role: str) -> str | None:
-        return self.optimizer_model if role == "optimizer" else self.target_model
-
-    def effort_for(self, role: str) -> Effort | None:
-        value = self.optimizer_reasoning_effort if role == "optimizer" else self.target_reasoning_effort
-        return value or self.reasoning_effort
-
-    def max_output_tokens_for(self, role: str) -> int:
-        value = self.optimizer_max_output_tokens if role == "optimizer" else self.target_max_output_tokens
-        return value or self.max_output_tokens
-
-    def base_url_for(self, role: str) -> str | None:
-        value = self.optimizer_base_url if role == "optimizer" else self.target_base_url
-        return value or self.base_url
-
-    def api_key_for(self, role: str) -> str | None:
-        value = self.optimizer_api_key if role == "optimizer" else self.target_api_key
-        secret = value or self.api_key
-        return secret.get_secret_value() if secret else None
-
-
-class TraceConfig(_Section):
+class TraceConfig(Section):
     """The budgeted view of a session that the analyst reads (concepts: "Traces and the reflection
     workspace")."""
 
@@ -279,7 +122,7 @@ class TraceConfig(_Section):
     first)."""
 
 
-class TrainConfig(_Section):
+class TrainConfig(Section):
     """Epochs, batches, and where the work runs."""
 
     epochs: int = Field(2, ge=1)
@@ -308,7 +151,7 @@ class TrainConfig(_Section):
     failure."""
 
 
-class RayConfig(_Section):
+class RayConfig(Section):
     """The Ray cluster of `train.executor: ray` (see skillgrad/executors/ray_cluster.py)."""
 
     address: str = Field("", pattern=r"^(|auto|ray://[^\s/:]+:\d+|[^\s/:]+:\d+)$")
@@ -328,145 +171,7 @@ class RayConfig(_Section):
     `[]`: none)."""
 
 
-class OptimizerConfig(_Section):
-    """How the analyst proposes edits, how many are applied, how a candidate is judged and which
-    skills are kept (concepts: "The loop", "The gate", "Search")."""
-
-    learning_rate: int = Field(4, ge=1)
-    """Max edits applied per step (at the start of the schedule)."""
-    min_learning_rate: int = Field(DEFAULT_MIN_LEARNING_RATE, ge=1)
-    """The schedule's floor, at most `learning_rate` (a larger value is a config error; left unset
-    with `learning_rate: 1` it is 1)."""
-    lr_schedule: Schedule = "cosine"
-    """How the learning rate goes from `learning_rate` to `min_learning_rate` over the run."""
-    gate: Literal["strict", "paired"] = "strict"
-    """The acceptance test: `strict` (more val outcomes, by at least `gate_min_gain`) or `paired`
-    (an exact permutation test at `gate_alpha` over `val_repeats` runs per item)."""
-    gate_alpha: float = Field(0.05, gt=0, lt=1)
-    """`paired` gate: the significance level of its one-sided test."""
-    val_repeats: int = Field(1, ge=1, le=8)
-    """Runs of each val item per skill (the paired gate compares them item by item)."""
-    validation: Literal["racing", "full"] = "racing"
-    """`racing`: validate in waves, stop a candidate once it can no longer pass; `full`: one wave."""
-    race_waves: int = Field(2, ge=1)
-    """At most this many waves in a racing validation (a first wave is split off only when it
-    can save twice its calls)."""
-    merge: Literal["union"] = "union"
-    """How the minibatches' patches are merged."""
-    rank: Literal["support"] = "support"
-    """How merged edits are ranked (`support`: by how many analysts proposed them)."""
-    show_rejected: bool = True
-    """Show the epoch's rejected edits to later analysts."""
-    max_proposed_edits: int = Field(4, ge=1, le=16)
-    """Edits one analyst reply may hold (lines a rewrite may change); selection then keeps at
-    most the learning rate of those that apply."""
-    edit_mode: Literal["patch", "rewrite"] = "patch"
-    """`patch`: the analyst proposes edits whose targets are the skill's lines; `rewrite`: it
-    returns the whole revised skill, diffed into line edits (same learning rate, selection and
-    edit report)."""
-    proposals_per_minibatch: int = Field(1, ge=1, le=16)
-    """Analyst replies per minibatch; the first at `model.temperature`, the others at
-    `proposal_temperature`; identical edits add support for the ranking."""
-    proposal_temperature: float = Field(0.8, ge=0.0, le=2.0)
-    """The sampling temperature of the extra proposals."""
-    shape_example: bool = True
-    """The analyst prompt shows one edit from a domain no task comes from (chess) to teach an
-    edit's shape; copies of it are dropped. A model too small to write rules imitates its wording
-    instead: off in `configs/quickstart.yaml` (measured in the results)."""
-    reask_dropped: bool = True
-    """When selection drops every edit a step's analysts proposed (identical replacements, rules
-    the skill already states, copies of the prompt or of a task, edits rejected
-    earlier), ask each of them once more with the skill shown as empty, so it writes the rules the
-    failures need from scratch (single-file skills; `reflections/mb_NN_reask.json`, `reasked` in
-    `merged_patch.json`; one more optimizer call each)."""
-    max_skill_chars: int = Field(8000, ge=200)
-    """An edit that would grow the skill (a package: one of its files, or a created file) past
-    this is skipped."""
-    allow_task_text: bool = False
-    """Keep edits that copy a task's question, context or expected answer (normally dropped as
-    "copies task text", counted in `summary.json` `task_text_copies`)."""
-    task_text_ngram: int = Field(10, ge=3)
-    """Consecutive words an edit shares with a task's text that make it a copy."""
-    search: Literal["greedy", "frontier"] = "greedy"
-    """`greedy`: one incumbent, replaced by a candidate that passes the gate; `frontier`: a pool of
-    candidates kept by the val items they win."""
-    parent: Literal["pareto", "lexicase", "best"] = "lexicase"
-    """`frontier`: how each step's parent is drawn from the frontier: `lexicase` (items in a random
-    order, keep the best on each in turn), `pareto` (weighted by the items a member wins; a win
-    shared by k members counts 1/k), `best` (the highest val mean)."""
-    merge_every: int = Field(3, ge=0)
-    """`frontier`: every n-th step merges two frontier members with a common ancestor instead of
-    making a child (0: never)."""
-    reflection: Literal["digest", "workspace"] | None = None
-    """How the analyst reads the minibatch's sessions. `digest`: the budgeted trace views in its
-    prompt; `workspace`: a Claude Code or Codex analyst also reads every rollout's full session in
-    a read-only folder the views' gap markers point into. Null: `workspace` when the optimizer is
-    a harness, else `digest`."""
-    reflection_turns: int = Field(12, ge=1, le=200)
-    """Turns a workspace analyst may spend reading before it answers (Codex: tool calls); past
-    it the reflection ends with an error and the step goes on without its edits."""
-    reflection_timeout_s: float = Field(600.0, gt=0)
-    """Wall time of one workspace reflection, re-asks included; past it, the same."""
-    task_phrase_words: int = Field(3, ge=0)
-    """A run of this many words of 4 letters or more that only one train task has ("private
-    bill committees") makes an edit a copy of that task, unless the grader's feedback or the skill
-    states it; 0 turns the term check off (whole fields, `task_text_ngram` and quoted answers
-    still count)."""
-    error_census: bool = False
-    """The analyst prompt counts the step's answers by kind of miss (extra words around the
-    expected span, part of it, another form, a different number, a different answer), with answer
-    lengths, before asking for rules. Off: with it the 1.5B analyst wrote no rule on XQuAD and was
-    drawn from the rule housestyle's feedback states (measured in the results)."""
-    contrasts: int = Field(0, ge=0, le=8)
-    """Passed/failed pairs shown to the analyst: a failed task beside a passed task of the step
-    that expects the same shape of answer (number, option letter, yes/no, short phrase, longer
-    text); 0: none."""
-    form_summary: bool = True
-    """The analyst prompt shows, over the whole step, the form every expected answer shares (an
-    option label in parentheses, a bare number, a yes/no word, a date format) and the answers
-    counted by their own form, how many failed, and how many failed ones hold the expected answer
-    with other text around it; shown only where the expected answers share such a form and some
-    answer lacks it (a step of mixed answers, as housestyle's, reads the prompt as before)."""
-    form_fix: Literal["examples", "rule", "none"] = "examples"
-    """When that form is what fails the step (no answer of another form passed, most failed
-    answers have another form), skillgrad proposes the rule the form implies and, with
-    `examples`, worked examples of the step's tasks up to `skill.max_examples`, beside the
-    analysts' edits and through the same selection and gate (loop/formfix.py); `rule`: the rule
-    alone; `none`: only the analysts propose."""
-    gate_min_gain: float = Field(1.0, ge=0.0)
-    """`strict` gate: the smallest gain it keeps, in val items' worth (one item's mean going
-    0 -> 1, i.e. 1 / items of the score, whatever `val_repeats` is); with 0/1 scores and one repeat
-    any gain, with more repeats a whole item (`1 / val_repeats` keeps one more right run), and with
-    continuous scores (F1) it rejects a gain smaller than fixing one item outright; 0: any gain."""
-    target: Literal["body", "description", "both"] = "body"
-    """What the run trains: `body` (on tasks), `description` (when the skill is loaded, on
-    triggers) or `both` in alternating steps; needs `optimizer.search: greedy`."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _floor_follows_a_low_rate(cls, data: Any) -> Any:
-        """`learning_rate: 1` alone means at most one edit a step: the default floor follows it."""
-        if isinstance(data, dict) and "min_learning_rate" not in data:
-            rate = data.get("learning_rate")
-            if isinstance(rate, int) and 1 <= rate < DEFAULT_MIN_LEARNING_RATE:
-                return {**data, "min_learning_rate": rate}
-        return data
-
-    @field_validator("min_learning_rate")
-    @classmethod
-    def _floor_below_rate(cls, value: int, info: ValidationInfo) -> int:
-        rate = info.data.get("learning_rate")
-        if isinstance(rate, int) and value > rate:
-            raise PydanticCustomError(
-                "learning_rate_floor",
-                "must be at most optimizer.learning_rate ({rate}), the most edits a step applies; "
-                "lower it or raise learning_rate",
-                {"rate": rate},
-            )
-        return value
-
-
-class BudgetConfig(_Section):
+class BudgetConfig(Section):
     """Caps across both roles, on paid usage: the run stops at a safe point with `stopped: budget`.
     Every call (a retry, a re-ask and a judge's included) is reserved before it is sent, so the
     provider never bills more than `max_calls`; token and dollar caps are known only after a call,
@@ -483,7 +188,7 @@ class BudgetConfig(_Section):
     start it anyway; the cap stops it at a safe point with its best skill so far)."""
 
 
-class CacheConfig(_Section):
+class CacheConfig(Section):
     """The content-addressed call cache, keyed on what is sent: a resumed or repeated run's
     finished calls are answered from disk."""
 
@@ -497,7 +202,7 @@ class CacheConfig(_Section):
     """Change it to deliberately resample every call; a `--resume` keeps the run's salt."""
 
 
-class TrackingConfig(_Section):
+class TrackingConfig(Section):
     """Experiment tracking."""
 
     mlflow: bool = False
@@ -507,7 +212,7 @@ class TrackingConfig(_Section):
     `MLFLOW_ALLOW_FILE_STORE=true`)."""
 
 
-class Config(_Section):
+class Config(Section):
     benchmark: BenchmarkConfig = Field(default_factory=BenchmarkConfig)
     skill: SkillConfig = Field(default_factory=SkillConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)

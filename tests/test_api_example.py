@@ -1,5 +1,5 @@
 """The example of docs/api.md: it is the file examples/train_in_python.py, it gains when run (on the
-scripted OpenAI server, and briefly on the packaged model), and mypy --strict accepts it and
+scripted OpenAI server, and as shipped on the packaged model), and mypy --strict accepts it and
 examples/custom_strategies.py against the public API (and refuses each with a type error put in,
 so the check is real)."""
 
@@ -105,22 +105,26 @@ def test_mypy_strict_accepts_the_example_against_the_public_api(tmp_path: Path) 
 @pytest.mark.slow
 @pytest.mark.timeout(900, method="thread")
 def test_the_example_on_the_packaged_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A short run of the example (both roles the packaged SmolLM2-135M) on 8/8/8 items. One call
-    at a time and no call cache: llama.cpp reuses the previous prompt's cached prefix, so the order
-    of calls (two workers) or replies cached by another run change the 135M's answers; in this
-    order the run gains (val 0 -> 0.25, test 0 -> 0.125) every time."""
+    """The example as shipped (both roles the packaged SmolLM2-135M, 12/12/16 items, one call at a
+    time), the call cache off so that the model really runs: it gains on val and on test (val 0 ->
+    0.33, test 0 -> 0.19 as measured). Its one worker keeps the order of the calls, which the 135M's
+    answers depend on (llama.cpp reuses the previous prompt's cached prefix), so the run is the same
+    every time. A shrunk run (8/8/8, two steps) gained on val only: the one fact it learned was asked
+    by one of its 8 seeded test items, in a wording the target answered wrongly; so the test runs
+    the example as it is, the run a reader gets."""
     from skillgrad.backends.local_models import pull_default_model
 
     pull_default_model()  # once per machine (~98 MB from the package registry), then cached
     example = example_namespace()
     config = example["CONFIG"]
-    config["benchmark"] = {**config["benchmark"], "train_size": 8, "val_size": 8, "test_size": 8}
-    config["train"] = {**config["train"], "concurrency": 1}
+    assert config["train"]["concurrency"] == 1  # what makes the run repeatable
     config["cache"] = {"enabled": False}
     evaluation = example["main"](config, str(tmp_path / "run"))
     summary = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
-    assert summary["best_val_score"] > summary["baseline_val_score"], summary
-    assert summary["test"]["best"] > summary["test"]["baseline"], summary
-    assert evaluation.mean_score == summary["test"]["best"] and evaluation.n == 8
+    assert summary["best_val_score"] > summary["baseline_val_score"] == 0.0, summary
+    assert summary["test"]["best"] > summary["test"]["baseline"] == 0.0, summary
+    assert evaluation.mean_score == summary["test"]["best"] and evaluation.n == 16
+    skill = (tmp_path / "run" / "best_skill.md").read_text(encoding="utf-8")
+    assert any(value in skill for value, _, _ in example["FACTS"].values()), skill  # a fact, learned
     assert "test: " in capsys.readouterr().out
     shutil.rmtree(tmp_path / "run", ignore_errors=True)

@@ -260,3 +260,52 @@ def test_unloading_the_model_cannot_block_the_interpreter(model_path: Path) -> N
     assert time.monotonic() - start < 30 and stuck._process.poll() == -signal.SIGKILL
     with pytest.raises(BackendError, match="not running|ended"):
         stuck.chat({"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4})
+
+
+def test_ctrl_c_ends_a_script_training_on_the_local_model_at_once(model_path: Path, tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) during a local run of a script
+    without a main guard: the model process ends at once (it never runs Python's handler, which
+    would wait for llama.cpp's reply), the calls in flight fail, and the script stops with
+    `Interrupted`, leaving no model process behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    home = tmp_path / "home"  # an empty call cache: the model must really run
+    (home / ".cache" / "skillgrad").mkdir(parents=True)
+    (home / ".cache" / "skillgrad" / "models").symlink_to(model_path.parent, target_is_directory=True)
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import skillgrad\n"
+        "tasks = [skillgrad.Task(id=f'q{i}', question=f'Write a long story about the number {i}.',"
+        " answers=('red',)) for i in range(40)]\n"  # long replies: each call takes seconds
+        "skillgrad.train({'model': {'backend': 'local', 'max_output_tokens': 512}}, benchmark=tasks,"
+        " scorer='contains', out='run')\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, start_new_session=True, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's job has it
+    )  # fmt: skip
+    try:
+        log = tmp_path / "run" / "train.log"
+        deadline = time.monotonic() + 120
+        while not (log.is_file() and "task_done" in log.read_text(encoding="utf-8")):  # the model answers
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        start = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:  # a failed test leaves nothing running
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert time.monotonic() - start < 5, err  # not once the replies in flight and queued are done
+    last = err.strip().splitlines()[-1]
+    assert proc.returncode == 1 and last.startswith("skillgrad.errors.Interrupted: interrupted"), err
+    left = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout
+    assert not left.strip(), left  # the model process ended with the script

@@ -10,8 +10,9 @@ nothing of skillgrad's beyond itself.
 Protocol (multiprocessing's `Connection`: pickled objects over the socket): the process first
 sends `{"ready": True}` or `{"load_error": text}`, then answers each request dict with
 `{"result": <the runtime's reply>}` or `{"refused": text}`. It leaves by `os._exit` when the socket
-closes, never through xllamacpp's destructor (see `local.LocalRuntime`). Ctrl-C is the parent's
-to handle: this process ignores SIGINT and leaves when its parent closes the socket.
+closes, never through xllamacpp's destructor (see `local.LocalRuntime`). Ctrl-C (the terminal's
+SIGINT to the whole process group) ends it at once, mid-reply, with no traceback: the run it
+serves is being interrupted, and the calls still in flight fail at once instead of finishing.
 """
 
 from __future__ import annotations
@@ -90,6 +91,6 @@ def serve(conn: Connection, path: str, ctx: int, threads: int) -> NoReturn:
 
 def main(argv: list[str]) -> NoReturn:
     """`FD PATH CTX THREADS`, as `child_command` passes them."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # not Python's handler, which waits for llama.cpp
     fd, path, ctx, threads = argv
     serve(Connection(int(fd)), path, int(ctx), int(threads))

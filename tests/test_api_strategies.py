@@ -246,7 +246,10 @@ LACKS_MODEL = r"\(it lacks model, name, run\)$"
         ({"agent": object()}, r"^agent=: object is not an object with name, model and run.*" + LACKS_MODEL),
         ({"agent": "nope"}, r"^agent='nope': allowed values: .*openai_chat"),
         ({"search": 3}, r"^search=: int is not a class or function that builds a skillgrad\.Search"),
-        ({"search": OtherGate}, r"^search=: type is not .* \(it lacks accept, begin, gate, merge, outcome"),
+        (
+            {"search": OtherGate},
+            r"^search=: type is not .* \(it lacks accept, begin, gate, merge_lineages, outcome",
+        ),
         ({"parent": max}, r"^parent=: the greedy search draws no parent; pass search='frontier'"),
         ({"search": "frontier", "parent": "oldest"}, r"^parent='oldest': allowed values: pareto, lexicase"),
         ({"gate": OtherGate(), "search": "frontier"}, None),  # allowed: checked by the next case's config

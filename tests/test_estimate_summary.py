@@ -208,11 +208,15 @@ def test_a_train_result_reads_in_a_few_lines_and_a_numbered_folder_is_said(
     assert repr(evaluated).startswith(f"EvalResult: test mean score {evaluated.mean_score:.3f} over ")
     assert len(repr(evaluated).splitlines()) == 2
 
-    second = skillgrad.train(config, out=tmp_path / "run", **kwargs)  # no observer: said on stderr
+    second = skillgrad.train(config, out=tmp_path / "run", **kwargs)  # the default printer says it
     assert second.run_dir == tmp_path / "run-2"
+    said = capsys.readouterr()
+    assert said.err == "" and f"this run writes to {tmp_path / 'run-2'}" in said.out
+    third = skillgrad.train(config, out=tmp_path / "run", quiet=True, **kwargs)  # no observer: stderr
+    assert third.run_dir == tmp_path / "run-3"
     err = capsys.readouterr().err.splitlines()
     assert err == [f"skillgrad: {tmp_path / 'run'} holds an earlier run (`--resume {tmp_path / 'run'}` "
-                   f"continues it); this run writes to {tmp_path / 'run-2'}"]  # fmt: skip
+                   f"continues it); this run writes to {tmp_path / 'run-3'}"]  # fmt: skip
     events: list[skillgrad.Event] = []
     skillgrad.train(config, out=tmp_path / "run", observers=[events.append], **kwargs)
     assert capsys.readouterr().err == "" and "this run writes to" in events[0].fields["text"]

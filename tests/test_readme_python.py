@@ -66,8 +66,10 @@ def test_the_readme_snippet_runs_as_a_script_on_the_packaged_model(tmp_path: Pat
     report = json.loads(evaluation.read_text(encoding="utf-8"))
     assert report["split"] == "test" and report["n"] == 3
 
-    # the script ran once (the model process did not run it again) and printed what the run recorded
-    lines = proc.stdout.strip().splitlines()
+    # the script ran once (the model process did not run it again: one run start, one eval start)
+    # and, after the progress lines train and evaluate print by default, what the run recorded
+    assert proc.stdout.count("run start:") == 1 and proc.stdout.count("eval: started") == 1, proc.stdout
+    lines = [line for line in proc.stdout.strip().splitlines() if not line.startswith("[")]
     assert len(lines) == 2, proc.stdout
     calls = summary["usage"]["by_role"]["optimizer"]["calls"]
     assert lines[0] == f"{summary['baseline_val_score']} -> {summary['best_val_score']} {calls}"

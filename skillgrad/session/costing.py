@@ -193,8 +193,9 @@ def over_budget(cfg: Config, parts: dict[str, dict[str, Any]]) -> str | None:
 def models_lines(cfg: Config) -> list[str]:
     """One line per role: the backend, the model it resolves to and why, its list price."""
     lines = []
-    for role in ("optimizer", "target"):
-        chosen = role_model(cfg, role)  # type: ignore[arg-type]
+    roles: tuple[Role, ...] = ("optimizer", "target")
+    for role in roles:
+        chosen = role_model(cfg, role)
         prices = price_tables.per_mtok(chosen.backend, chosen.model)
         if prices == (0.0, 0.0):
             cost = "free (runs here)"

@@ -8,12 +8,14 @@ gains exactly when the scorer, the analyst's prompt, the gate and the skill all 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.openai_server import Request, Response, json_reply, text
+from tests.fakes.openai_server import Request, Response, ScriptedOpenAI, json_reply, text
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "train_in_python.py"
@@ -71,3 +73,13 @@ def scripted_config(base: dict[str, Any], server_url: str, cache: Path) -> dict[
     }
     config["cache"] = {"dir": str(cache)}
     return config
+
+
+@contextlib.contextmanager
+def facts_server() -> Iterator[tuple[dict[str, Any], FactsWorld, ScriptedOpenAI]]:
+    """The example's namespace, its facts world and a scripted OpenAI server answering from it
+    (the `world` fixture of the API tests)."""
+    example = example_namespace()
+    facts = FactsWorld(example["FACTS"])
+    with ScriptedOpenAI(facts) as server:
+        yield example, facts, server

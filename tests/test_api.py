@@ -17,16 +17,14 @@ import pytest
 
 import skillgrad
 from skillgrad import AgentResult, Score, Task
-from tests.api_world import FactsWorld, example_namespace, scripted_config
+from tests.api_world import FactsWorld, facts_server, scripted_config
 from tests.fakes.openai_server import ScriptedOpenAI, unauthorized
 
 
 @pytest.fixture
 def world() -> Iterator[tuple[dict[str, Any], FactsWorld, ScriptedOpenAI]]:
-    example = example_namespace()
-    facts = FactsWorld(example["FACTS"])
-    with ScriptedOpenAI(facts) as server:
-        yield example, facts, server
+    with facts_server() as made:
+        yield made
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

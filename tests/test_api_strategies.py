@@ -19,7 +19,7 @@ import pytest
 import skillgrad
 from skillgrad import AgentResult, GateDecision, Task, Usage
 from skillgrad.loop.search.greedy import GreedySearch
-from tests.api_world import REPO, FactsWorld, example_namespace, scripted_config
+from tests.api_world import REPO, FactsWorld, facts_server, scripted_config
 from tests.fakes.openai_server import ScriptedOpenAI
 
 STRATEGIES_EXAMPLE = REPO / "examples" / "custom_strategies.py"
@@ -27,10 +27,8 @@ STRATEGIES_EXAMPLE = REPO / "examples" / "custom_strategies.py"
 
 @pytest.fixture
 def world() -> Iterator[tuple[dict[str, Any], FactsWorld, ScriptedOpenAI]]:
-    example = example_namespace()
-    facts = FactsWorld(example["FACTS"])
-    with ScriptedOpenAI(facts) as server:
-        yield example, facts, server
+    with facts_server() as made:
+        yield made
 
 
 class SkillReader:

@@ -17,7 +17,7 @@ import pytest
 
 import skillgrad
 from skillgrad.backends import price_tables
-from tests.api_world import FactsWorld, example_namespace, scripted_config
+from tests.api_world import FactsWorld, facts_server, scripted_config
 from tests.fakes.openai_server import ScriptedOpenAI
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,10 +31,8 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 
 @pytest.fixture
 def world() -> Iterator[tuple[dict[str, Any], FactsWorld, ScriptedOpenAI]]:
-    example = example_namespace()
-    facts = FactsWorld(example["FACTS"])
-    with ScriptedOpenAI(facts) as server:
-        yield example, facts, server
+    with facts_server() as made:
+        yield made
 
 
 def priced_config(example: dict[str, Any], server: ScriptedOpenAI, tmp_path: Path, **budget: Any) -> Path:

@@ -95,3 +95,52 @@ class Events:
             except Exception as exc:  # closing a broken observer must not mask the run's outcome
                 if i not in self._broken:
                     self._switch_off(i, "when closing", exc, relay=False)
+
+
+class StageProgress:
+    """One run of a stage as progress events: `stage_start` when made, a `task_done` per finished
+    item (counted across threads, with the stage's `elapsed` seconds), `stage_end` with the
+    counts and `seconds`; `label` (a test pass's version, a wave, a re-ask) rides on each."""
+
+    def __init__(
+        self, events: Events, stage: str, step: int, epoch: int | None, total: int, label: str | None
+    ) -> None:
+        self.events, self.stage, self.step, self.total = events, stage, step, total
+        self.tag = {"label": label} if label else {}
+        self.started = time.monotonic()
+        self.done = 0
+        self._lock = threading.Lock()
+        events.emit("stage_start", stage=stage, step=step, epoch=epoch, total=total, **self.tag)
+
+    def seconds(self) -> float:
+        return round(time.monotonic() - self.started, 3)
+
+    def task_done(self, task_id: str, score: float | None) -> None:
+        with self._lock:
+            self.done += 1
+            count = self.done
+        self.events.emit(
+            "task_done",
+            stage=self.stage,
+            step=self.step,
+            done=count,
+            total=self.total,
+            task_id=task_id,
+            score=score,
+            elapsed=self.seconds(),
+            **self.tag,
+        )
+
+    def end(self, mean_score: float | None, done: int, failed: int, **extra: Any) -> None:
+        self.events.emit(
+            "stage_end",
+            stage=self.stage,
+            step=self.step,
+            mean_score=mean_score,
+            done=done,
+            total=self.total,
+            failed=failed,
+            **extra,
+            seconds=self.seconds(),
+            **self.tag,
+        )

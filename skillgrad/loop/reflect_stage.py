@@ -20,7 +20,7 @@ from skillgrad.evidence.reflection_workspace import ReflectionWorkspace, Workspa
 from skillgrad.loop.accounting import Accounting
 from skillgrad.loop.analyst_prompt import TRACE_HEADING, AnalystInputs, reflection_record, trace_heading
 from skillgrad.loop.candidate import Candidates
-from skillgrad.loop.event_bus import Events
+from skillgrad.loop.event_bus import Events, StageProgress
 from skillgrad.loop.example_edits import example_offer
 from skillgrad.loop.patch_merge import Patch
 from skillgrad.loop.rewrite import Analyst
@@ -123,41 +123,20 @@ class Reflection:
         (`label`: a re-ask); `batch`: the step's rollouts, counted and contrasted in every prompt."""
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
         skill = state.current_text
-        tag = {"label": label} if label else {}
-        self.events.emit("stage_start", stage="reflect", step=step, epoch=epoch, total=len(work), **tag)
-        started, lock, done = time.monotonic(), threading.Lock(), [0]
+        progress = StageProgress(self.events, "reflect", step, epoch, len(work), label)
 
         def one(item: tuple[int, list[Rollout], int, bool]) -> Patch | Exception:
             outcome = self._one(step, skill, rejected, lr, batch, *item)
-            with lock:
-                done[0] += 1
-                count = done[0]
-            self.events.emit(
-                "task_done",
-                stage="reflect",
-                step=step,
-                done=count,
-                total=len(work),
-                task_id=_name(item[0], item[2], item[3]),
-                score=None,
-                elapsed=round(time.monotonic() - started, 3),
-                **tag,
-            )
+            progress.task_done(_name(item[0], item[2], item[3]), None)
             return outcome
 
         with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
             outcomes = list(pool.map(one, work))
-        self.events.emit(
-            "stage_end",
-            stage="reflect",
-            step=step,
-            mean_score=None,
-            done=len(outcomes),
-            total=len(work),
-            failed=sum(1 for o in outcomes if isinstance(o, Exception)),
+        progress.end(
+            None,
+            len(outcomes),
+            sum(1 for o in outcomes if isinstance(o, Exception)),
             edits=sum(len(o.edits) for o in outcomes if isinstance(o, Patch)),
-            seconds=round(time.monotonic() - started, 3),
-            **tag,
         )
         return outcomes
 

@@ -6,7 +6,6 @@ Events and pays through Accounting; several may run side by side (overlap) and w
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ from skillgrad.cache.keys import resamples
 from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError, TrainingFailed
 from skillgrad.loop.accounting import Accounting, MeteredChatModel
-from skillgrad.loop.event_bus import Events
+from skillgrad.loop.event_bus import Events, StageProgress
 from skillgrad.loop.rollout import mean_score, run_rollouts
 from skillgrad.run_folder import TRACE_FILE, RunDir
 from skillgrad.traces.steps import TraceCaps
@@ -134,11 +133,10 @@ class RolloutRunner:
         folder_of = prefix if callable(prefix) else (lambda _index, p=prefix: p)
         if fresh and not callable(prefix):
             self.run.clear(prefix)
-        tag = {"label": label} if label else {}
-        self.events.emit("stage_start", stage=stage, step=step, epoch=self.epoch, total=len(tasks), **tag)
+        progress = StageProgress(self.events, stage, step, self.epoch, len(tasks), label)
         for folder in dict.fromkeys(folder_of(i) for i in range(len(tasks))):
             self.run.write_task_index(folder, [t for i, t in enumerate(tasks) if folder_of(i) == folder])
-        batch = _Batch(tasks, skill, folder_of, stage, step, repeats or [0] * len(tasks), epoch, tag)
+        batch = _Batch(tasks, skill, folder_of, stage, repeats or [0] * len(tasks), epoch, progress)
         retries = self.cfg.train.rollout_retries
         results = self._attempt(batch, list(range(len(tasks))), last=retries == 0)
         for retry in range(1, retries + 1):
@@ -154,17 +152,7 @@ class RolloutRunner:
             for index, rollout in zip(failed, self._attempt(batch, failed, retry == retries), strict=True):
                 results[index] = rollout
         scored = [r for r in results if not r.result.is_error]  # a failed run is no zero
-        self.events.emit(
-            "stage_end",
-            stage=stage,
-            step=step,
-            mean_score=mean_score(scored) if scored else None,
-            done=len(results),
-            total=len(tasks),
-            failed=len(results) - len(scored),
-            seconds=round(time.monotonic() - batch.started, 3),
-            **tag,
-        )
+        progress.end(mean_score(scored) if scored else None, len(results), len(results) - len(scored))
         return results
 
     def _attempt(self, batch: _Batch, indices: list[int], last: bool) -> list[Rollout]:
@@ -184,20 +172,7 @@ class RolloutRunner:
                 caps=self.caps,
                 trace_file=self.roles.trace_file,
             )
-            with self._lock:
-                batch.done += 1
-                count = batch.done
-            self.events.emit(
-                "task_done",
-                stage=batch.stage,
-                step=batch.step,
-                done=count,
-                total=len(batch.tasks),
-                task_id=rollout.task.id,
-                score=rollout.score.value,
-                elapsed=round(time.monotonic() - batch.started, 3),
-                **batch.tag,
-            )
+            batch.progress.task_done(rollout.task.id, rollout.score.value)
 
         return run_rollouts(
             lambda j: resampled(self.roles.agent, batch.repeats[indices[j]], batch.epoch),
@@ -223,9 +198,6 @@ class _Batch:
     skill: str
     folder_of: Callable[[int], Path]
     stage: str
-    step: int
     repeats: list[int]  # which run of its task each is (0: the plain call)
     epoch: int  # the train epoch whose salt the calls carry (1: the plain call)
-    tag: dict[str, str]  # the events' `label`, when the stage has one
-    done: int = 0  # tasks finished for good (written and reported)
-    started: float = field(default_factory=time.monotonic)  # for the events' seconds
+    progress: StageProgress  # its events: a task finished for good (written) is reported once

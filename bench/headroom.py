@@ -21,7 +21,10 @@ The items and the target are the peers bench's: its config (bench/peers_bench.py
 benchmark's output cap, call cache off), the target served by bench/peers_server.py (--threads each,
 one by default; no optimizer is served). Each reference is scored with `skillgrad.evaluate` on the
 test split; one identical to a reference already scored on the seed (a `rule` where there is none)
-is not scored again (`same_as`). A reference's calls and tokens are counted at the router.
+is not scored again (`same_as`). A reference's calls and tokens are counted at the router. A
+reference with worked examples records how the target was shown them (`examples_shown_as`,
+model.chat_examples' default); one scored another way (rows made before that key: as text) is scored
+again, its earlier score kept as `score_as_text`.
 
 Rows: OUT/<model-label>/<benchmark>/seed<N>.json (OUT: docs/headroom), one per model, benchmark and
 seed, written again after each reference; a reference already in its row is not run again, so a
@@ -124,6 +127,7 @@ class Job:
     row: dict[str, Any]
     skills: dict[str, str]
     todo: list[str]
+    shown: str  # how the chat target is shown worked examples (model.chat_examples)
 
 
 def row_settings(spec: Spec, key: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -180,9 +184,18 @@ def plan(args: argparse.Namespace, key: str, seed: int) -> Job:
     if stored is not None and (problem := stale(stored, fresh, skills)):
         raise fail(f"{path}: made with other settings ({problem}); pass another --out")
     row = stored or fresh
-    return Job(
-        key, seed, spec, data, path, row, skills, [r for r in args.references if r not in row["references"]]
-    )
+    shown = cfg.model.chat_examples
+    todo = [
+        r for r in args.references if r not in row["references"] or outdated(r, row["references"][r], shown)
+    ]
+    return Job(key, seed, spec, data, path, row, skills, todo, shown)
+
+
+def outdated(name: str, ref: Mapping[str, Any], shown: str) -> bool:
+    """A reference with worked examples scored when the chat target was shown them another way
+    (model.chat_examples; rows made before that key were scored with the examples as text): it is
+    scored again. A skill without examples is sent alike both ways."""
+    return "demos" in name and ref.get("examples_shown_as", "text") != shown
 
 
 def commit() -> str:
@@ -196,7 +209,7 @@ def score(job: Job, ref: str, args: argparse.Namespace, router: Router) -> dict[
     """One reference's test score and what it cost (or `same_as` a reference with its skill)."""
     text = job.skills[ref]
     for name, done in job.row["references"].items():
-        if done["skill_sha"] == sha(text):
+        if done["skill_sha"] == sha(text) and not outdated(name, done, job.shown):
             return {**done, "same_as": done.get("same_as", name)}
     folder = args.work / args.model_label / job.key / f"seed{job.seed}" / ref.replace("+", "_")
     shutil.rmtree(folder, ignore_errors=True)
@@ -220,6 +233,7 @@ def score(job: Job, ref: str, args: argparse.Namespace, router: Router) -> dict[
         "target_tokens": counted["target_tokens"],
         "wall_s": round(time.perf_counter() - start, 1),
         "skill_sha": sha(text),
+        **({"examples_shown_as": cfg.model.chat_examples} if "demos" in ref else {}),
     }
 
 
@@ -229,7 +243,10 @@ def run(args: argparse.Namespace, jobs: list[Job], router: Router) -> None:
         router.caps["target"] = job.spec.target_cap
         for ref in job.todo:
             print(f"{args.model_label} {job.key} seed {job.seed}: {ref} ...", file=sys.stderr, flush=True)
+            before = job.row["references"].get(ref)
             job.row["references"][ref] = score(job, ref, args, router)
+            if before is not None and "same_as" not in before:  # kept: the score shown the old way
+                job.row["references"][ref]["score_as_text"] = before["score"]
             job.row["commit"] = commit()
             write_row(job.path, job.row)
             print(json.dumps({"benchmark": job.key, "seed": job.seed, ref: job.row["references"][ref]}))

@@ -151,7 +151,8 @@ def world(request: Request) -> Any:
     """A target that answers with the number alone when the skill shows it how (a rule or a worked
     example), else with the number and a noun."""
     n = request.user.split("I have ")[1].split(" ")[0] if "I have " in request.user else "x"
-    shown = RULE in request.system or "Correct reply:" in request.system
+    turns = any(m.get("role") == "assistant" for m in request.messages)
+    shown = RULE in request.system or "Correct reply:" in request.system or turns
     return text(n if shown else f"{n} fruits", 20, 2)
 
 
@@ -205,9 +206,22 @@ def test_rows_are_the_peers_items_written_per_reference_and_resumed(
     hr.run(more, [job], served)
     refs = json.loads(path.read_text())["references"]
     assert len(target.requests) == 4 * 32 and refs["demos2"]["score"] == refs["rule+demos1"]["score"] == 1.0
-    demos = [r for r in target.requests[-32:]][0].system
-    assert demos.count("Correct reply:") == 1 and RULE in demos
+    last = target.requests[-32]  # rule+demos1: the rule in the system prompt, the example as turns
+    assert RULE in last.system and "Correct reply:" not in last.system
+    assert [m["role"] for m in last.messages] == ["system", "user", "assistant", "user"]
+    assert refs["demos2"]["examples_shown_as"] == "turns" and "examples_shown_as" not in refs["empty"]
     assert hr.plan(more, "bbh_count", 0).todo == []
+
+    # a row made when examples were shown as text: its references with examples are scored again
+    old = json.loads(path.read_text())
+    del old["references"]["demos2"]["examples_shown_as"]
+    old["references"]["demos2"]["score"] = 0.5
+    path.write_text(json.dumps(old))
+    job = hr.plan(more, "bbh_count", 0)
+    assert job.todo == ["demos2"]
+    hr.run(more, [job], served)
+    redone = json.loads(path.read_text())["references"]["demos2"]
+    assert (redone["score"], redone["score_as_text"], redone["examples_shown_as"]) == (1.0, 0.5, "turns")
 
     stored = json.loads(path.read_text())
     stored["settings"]["target_cap"] = 64

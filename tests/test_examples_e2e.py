@@ -36,10 +36,17 @@ ROWS = items()
 EXPECTED = {r["input"]: r["target"] for r in ROWS}
 
 
+def examples_seen(request: Request) -> int:
+    """Worked examples the target was shown: as earlier turns (model.chat_examples: turns, the
+    default) or in its system prompt (text)."""
+    turns = sum(1 for m in request.messages if m.get("role") == "assistant")
+    return turns + request.system.count("<!-- example ")
+
+
 def target_reply(request: Request) -> str:
     question = request.user.strip().removesuffix("Reply with the answer only.").strip()
     label = EXPECTED[question]
-    return label if request.system.count("<!-- example ") >= 2 else f"{label} 12/26/1951"
+    return label if examples_seen(request) >= 2 else f"{label} 12/26/1951"
 
 
 def example_ids(request: Request) -> list[str]:
@@ -86,7 +93,14 @@ def train(tmp_path: Path, analyst, *overrides: str, estimate: bool = False) -> t
             (tmp_path / "estimate.json").write_text(projected.stdout, encoding="utf-8")
         proc = skillgrad("train", "--out", str(out), *args)
         assert proc.returncode == 0, proc.stderr
+        (tmp_path / "target_requests.json").write_text(
+            json.dumps([r.messages for r in server.requests if not is_optimizer(r)]), encoding="utf-8"
+        )
         return out, [r for r in server.requests if is_optimizer(r)]
+
+
+def target_requests(tmp_path: Path) -> list[list[dict]]:
+    return json.loads((tmp_path / "target_requests.json").read_text(encoding="utf-8"))
 
 
 def split_ids(out: Path, folder: str) -> set[str]:
@@ -118,7 +132,7 @@ def test_the_analyst_adds_a_form_rule_and_two_examples_that_pass_the_gate(tmp_pa
             {"op": "add_example", "task": second, "rationale": "show the label alone"},
         ]
 
-    out, asked = train(tmp_path, analyst, "optimizer.form_fix=none")
+    out, asked = train(tmp_path, analyst, "optimizer.form_fix=none", "model.chat_examples=text")
     prompt = asked[0].user
     assert "## The form of the answers in this whole step (6 tasks)" in prompt
     assert "- 6 are an option label followed by more text, like '(" in prompt
@@ -135,6 +149,9 @@ def test_the_analyst_adds_a_form_rule_and_two_examples_that_pass_the_gate(tmp_pa
     skill = (out / "best_skill.md").read_text(encoding="utf-8")
     assert skill.startswith(RULE + "\n\n<!-- examples -->")
     assert [e["op"] for e in history(out)[0]["edits"]] == ["add", "add_example", "add_example"]
+    # model.chat_examples=text: the examples stay in the system prompt, no earlier turns
+    best = [m for m in target_requests(tmp_path) if m[0]["content"].count("<!-- example ") == 2]
+    assert best and all(len(m) == 2 for m in best)
     report = skillgrad("report", str(out))
     assert report.returncode == 0, report.stderr
     html = (out / "report.html").read_text(encoding="utf-8")
@@ -156,6 +173,14 @@ def test_the_form_fix_proposes_the_rule_and_examples_when_the_analyst_proposes_n
     ids = assert_examples_of_train_tasks(out, 3)
     labels = {r["id"]: r["target"] for r in ROWS}
     assert len({labels[i] for i in ids}) == 3  # one example per expected label before a second
+    # the best skill's examples reach the target as turns before the task, out of its system prompt
+    shown = [m for m in target_requests(tmp_path) if len(m) == 8]
+    assert shown and all("<!-- example" not in m[0]["content"] for m in shown)
+    by_id = {r["id"]: r for r in ROWS}
+    assert [m["content"] for m in shown[0][1:7:2]] == [
+        task_prompt(Task(i, by_id[i]["input"])).strip() for i in ids
+    ]
+    assert [m["content"] for m in shown[0][2:7:2]] == [labels[i] for i in ids]
     # the estimate counts what the examples add to every later prompt
     projected = json.loads((tmp_path / "estimate.json").read_text(encoding="utf-8"))["total"]
     real = read_json(out / "summary.json")["usage"]["total"]

@@ -1,14 +1,30 @@
-"""A chat model used as the target: one call, the skill as system prompt, the reply as answer."""
+"""A chat model used as the target: one call, the skill as system prompt, the reply as answer.
+
+A skill's worked examples (its examples section, a package's examples.md) reach a chat target as
+earlier turns of the conversation by default (`model.chat_examples: turns`): each example's task as
+a user turn, its reply as the assistant's, before the task itself, the way DSPy sends its demos.
+On bbh date_understanding the 1.5B answered the same four examples 0.406 as turns, 0.250 in the
+system prompt (issue 36). `text` keeps them in the system prompt as written. A section that is not
+skillgrad's own (hand-written in another shape) always stays text: only ours parses back whole.
+`chat_messages` is the one place both are built, so a trained skill can be deployed on a chat model
+exactly as it was trained.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from skillgrad.backends.interface import ChatModel
+from skillgrad.demos import section_is_ours
 from skillgrad.errors import BackendError, FatalBackendError
-from skillgrad.package.install import skill_prompt_text
+from skillgrad.package.doc import skill_demos, without_demos
+from skillgrad.package.install import main_file, skill_prompt_text
+from skillgrad.package.model import as_package
 from skillgrad.templates import render
 from skillgrad.values import AgentResult, Effort, Message, Task
+
+ChatExamples = Literal["turns", "text"]
 
 
 def task_prompt(task: Task) -> str:
@@ -16,19 +32,46 @@ def task_prompt(task: Task) -> str:
     return render("skillgrad.backends", "chat_target_task", context_block=context, question=task.question)
 
 
+def _examples_are_ours(skill: str) -> bool:
+    package = as_package(skill)
+    return section_is_ours(main_file(skill) if package is None else package.files.get("examples.md", ""))
+
+
+def _without_pointer(skill: str) -> str:
+    """A package's text without the SKILL.md line that points to the examples file it no longer has."""
+    package = as_package(skill)
+    if package is None:
+        return skill
+    pointer = render("skillgrad", "examples_pointer").strip()
+    lines = [line for line in package.skill_md.splitlines() if line.strip() != pointer]
+    return package.with_file("SKILL.md", "\n".join(lines).rstrip("\n") + "\n").encode()
+
+
+def chat_messages(skill: str, task: Task, examples: ChatExamples = "turns") -> list[Message]:
+    """The messages a chat target is sent for `task` with `skill` (a package flattened): the system
+    prompt, the skill's worked examples as turns (`examples="turns"`, skillgrad's own section
+    only), then the task."""
+    demos = skill_demos(skill) if examples == "turns" and _examples_are_ours(skill) else []
+    text = skill_prompt_text(_without_pointer(without_demos(skill)) if demos else skill)
+    system = render("skillgrad.backends", "chat_target_system", skill=text.strip() or "(empty)")
+    turns = [m for d in demos for m in (Message("user", d.question), Message("assistant", d.answer))]
+    return [Message("system", system), *turns, Message("user", task_prompt(task))]
+
+
 class ChatAgent:
     """Agent protocol over a ChatModel. Never raises for one task's failure (see base.py)."""
 
-    def __init__(self, chat: ChatModel, *, effort: Effort | None = None) -> None:
+    def __init__(
+        self, chat: ChatModel, *, effort: Effort | None = None, examples: ChatExamples = "turns"
+    ) -> None:
         self.chat = chat
         self.effort = effort
+        self.examples = examples
         self.name = chat.name
         self.model = chat.model
 
     def run(self, task: Task, skill: str, workspace: Path) -> AgentResult:
-        text = skill_prompt_text(skill)  # a package flattened (see skillgrad.package.install)
-        system = render("skillgrad.backends", "chat_target_system", skill=text.strip() or "(empty)")
-        messages = [Message("system", system), Message("user", task_prompt(task))]
+        messages = chat_messages(skill, task, self.examples)
         try:
             reply = self.chat.complete(messages, effort=self.effort, stage="rollout")
         except FatalBackendError:

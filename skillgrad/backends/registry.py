@@ -117,7 +117,11 @@ class Backends:
         if not spec_for(name).harness:
             from skillgrad.backends.chat_agent import ChatAgent
 
-            return ChatAgent(self.chat("target"), effort=self.cfg.model.effort_for("target"))
+            return ChatAgent(
+                self.chat("target"),
+                effort=self.cfg.model.effort_for("target"),
+                examples=self.cfg.model.chat_examples,
+            )
         module = cast(HarnessBackend, _usable_module(self.cfg, name, "target"))  # load_backend checked it
         return module.create_agent(self.cfg, self._state(name, module))
 

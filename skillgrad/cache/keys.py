@@ -127,6 +127,7 @@ UNKEYED: dict[str, str] = {
     "model.claude_code_timeout_s": BOUND,
     "model.codex_timeout_s": BOUND,
     "model.*trace_to_optimizer": MESSAGES,
+    "model.chat_examples": MESSAGES,
     "trace.*": MESSAGES,
     "train.epochs": DECISION,
     "train.batch_size": DECISION,

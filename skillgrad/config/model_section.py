@@ -64,6 +64,11 @@ class ModelConfig(Section):
     json_retries: int = Field(2, ge=0, le=10)
     """Re-asks after a reply that is not schema-valid JSON; then a `StructuredOutputError`
     naming the stage."""
+    chat_examples: Literal["turns", "text"] = "turns"
+    """How a chat target receives the skill's worked examples (its examples section, a package's
+    examples.md): `turns`, as earlier user and assistant turns before the task (few-shot, as DSPy
+    sends demos; skillgrad.backends.chat_agent.chat_messages builds them); `text`, in the system
+    prompt as written. A harness target reads the skill's files: its examples are always text."""
     trace_to_optimizer: bool = True
     """Show a harness target's trace steps (Claude Code, Codex) to the optimizer."""
     claude_trace_to_optimizer: bool = True

@@ -60,10 +60,13 @@ sign test over seeds.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -148,10 +151,30 @@ def reuse_rows(args: argparse.Namespace, key: str, seed: int, wanted: dict[str, 
         write_row(target, stored)
 
 
-def run_seed(args: argparse.Namespace, key: str, seed: int, served: Served, tools: dict[str, Any]) -> None:
-    spec = BENCHMARKS[key]
-    work = args.work / key / f"seed{seed}"
+@contextlib.contextmanager
+def held(work: Path) -> Iterator[None]:
+    """`work` for this process alone while a seed runs: its config.yaml names this run's served
+    address, and a second run in the same folder would send its calls to this one's router (seen:
+    a DSPy search charged with another run's 32 test calls). Exits when another run holds it."""
     work.mkdir(parents=True, exist_ok=True)
+    with open(work / ".lock", "w", encoding="utf-8") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            sys.exit(f"{work}: another bench/vs_peers.py run is using this folder; pass another --work")
+        yield
+
+
+def run_seed(args: argparse.Namespace, key: str, seed: int, served: Served, tools: dict[str, Any]) -> None:
+    work = args.work / key / f"seed{seed}"
+    with held(work):
+        run_systems(args, key, seed, work, served, tools)
+
+
+def run_systems(
+    args: argparse.Namespace, key: str, seed: int, work: Path, served: Served, tools: dict[str, Any]
+) -> None:
+    spec = BENCHMARKS[key]
     config = work / "config.yaml"
     config.write_text(
         config_text(spec, data_file(spec, args), served.router.base_url, args, args.test_size),

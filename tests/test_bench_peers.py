@@ -367,3 +367,30 @@ def test_a_kept_row_of_other_settings_stops_the_run(tmp_path: Path) -> None:
         assert served.router.log.calls == []
     finally:
         served.router.server_close()
+
+
+def test_a_seed_folder_in_use_by_another_run_stops_this_one(tmp_path: Path) -> None:
+    """Two runs of one benchmark and seed in one --work would share its config.yaml, whose
+    address names one run's router: the second stops before it writes anything."""
+    args = bench_args(tmp_path, out=tmp_path / "rows", reuse=None, systems=["skillgrad"], set=[], label="")
+    count_items(tmp_path)
+    served = argparse.Namespace(router=ps.Router({}, {}, timeout_s=1))
+    work = args.work / "bbh_count" / "seed0"
+    try:
+        with vs_peers.held(work):
+            with pytest.raises(
+                SystemExit, match=r"seed0: another bench/vs_peers\.py run is using this folder"
+            ):
+                vs_peers.run_seed(args, "bbh_count", 0, served, {})
+            assert not (work / "config.yaml").exists()
+        pt.write_row(
+            pt.row_path(args.out, "bbh_count", 0, "skillgrad"),
+            {
+                **row("skillgrad", 0, 0.5, 0.5),
+                "settings": vs_peers.settings(vs_peers.BENCHMARKS["bbh_count"], "bbh_count", args),
+            },
+        )
+        vs_peers.run_seed(args, "bbh_count", 0, served, {})  # released: this run goes on
+        assert (work / "config.yaml").exists()
+    finally:
+        served.router.server_close()

@@ -66,7 +66,7 @@ from peers_bench import (  # noqa: E402
     model_name,
 )
 from peers_server import Router, Served, usage  # noqa: E402
-from peers_tables import headroom, read_row, write_row  # noqa: E402
+from peers_tables import headroom, read_row, sign_test, write_row  # noqa: E402
 
 from skillgrad import evaluate  # noqa: E402
 from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
@@ -281,6 +281,31 @@ def headroom_table(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def shown_table(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The same reference with its worked examples shown as text and as turns (model.chat_examples),
+    where a row kept both scores, and a two-sided sign test over the pairs; [] where none did."""
+    pairs = [
+        (r, name, ref["score_as_text"], ref["score"])
+        for r in rows
+        for name, ref in r["references"].items()
+        if "score_as_text" in ref
+    ]
+    if not pairs:
+        return []
+    lines = [
+        "| model | benchmark | seed | reference | as text | as turns |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r, name, text, turns in sorted(pairs, key=lambda p: (p[0]["benchmark"], p[0]["seed"], p[1])):
+        lines.append(f"| {r['model']} | {r['benchmark']} | {r['seed']} | {name} | {text:.3f} | {turns:.3f} |")
+    up, down, p = sign_test([turns - text for _, _, text, turns in pairs])
+    mean = sum(turns - text for _, _, text, turns in pairs) / len(pairs)
+    ties = len(pairs) - up - down
+    summary = f"mean {mean:+.3f}; better {up}, worse {down}, equal {ties} (sign test p {p:.3f})"
+    lines.append(f"\nturns - text over {len(pairs)} pairs: {summary}")
+    return lines
+
+
 def stored(args: argparse.Namespace) -> list[dict[str, Any]]:
     labels = (
         [args.model_label] if args.model_label else sorted(p.name for p in args.out.glob("*") if p.is_dir())
@@ -364,7 +389,10 @@ def main(argv: list[str] | None = None) -> int:
             model, caps = {"target": args.target_model}, {"target": cap}
             with Served(model, caps, ctx=args.ctx, threads=args.threads) as served:
                 run(args, jobs, served.router)
-    print("\n".join(["", *headroom_table(stored(args))]))
+    rows = stored(args)
+    print("\n".join(["", *headroom_table(rows)]))
+    if shown := shown_table(rows):
+        print("\n".join(["", *shown]))
     return 0
 
 

@@ -222,6 +222,9 @@ def test_rows_are_the_peers_items_written_per_reference_and_resumed(
     hr.run(more, [job], served)
     redone = json.loads(path.read_text())["references"]["demos2"]
     assert (redone["score"], redone["score_as_text"], redone["examples_shown_as"]) == (1.0, 0.5, "turns")
+    shown = hr.shown_table([json.loads(path.read_text())])
+    assert shown[2] == "| t | bbh_count | 0 | demos2 | 0.500 | 1.000 |"
+    assert shown[-1].endswith("over 1 pairs: mean +0.500; better 1, worse 0, equal 0 (sign test p 1.000)")
 
     stored = json.loads(path.read_text())
     stored["settings"]["target_cap"] = 64

@@ -3,7 +3,7 @@
 A skill's worked examples (its examples section, a package's examples.md) reach a chat target as
 earlier turns of the conversation by default (`model.chat_examples: turns`): each example's task as
 a user turn, its reply as the assistant's, before the task itself, the way DSPy sends its demos.
-With the 1.5B, the rule and three examples as turns scored +0.047 over text on average (12 pairs,
+With the 1.5B, the rule and three examples as turns scored +0.049 over text on average (14 pairs,
 docs/benchmarks.md), four examples alone +0.16 to +0.25 (issue 36). `text` keeps them in the system
 prompt as written. A section that is not skillgrad's own (hand-written in another shape) always
 stays text: only ours parses back whole.

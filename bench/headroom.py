@@ -59,6 +59,7 @@ from peers_bench import (  # noqa: E402
     NAMES,
     SIZES,
     Spec,
+    add_serving_options,
     config_text,
     context_chars,
     data_file,
@@ -339,16 +340,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--references", nargs="+", choices=REFERENCES, default=list(REFERENCES), help="the skills to score"
     )
-    parser.add_argument("--context-chars", type=int, default=1500, help="SearchQA context cut")
-    parser.add_argument("--hotpot-context-chars", type=int, default=3000, help="HotpotQA context cut")
-    parser.add_argument("--ctx", type=int, default=4096, help="context window of the target")
-    parser.add_argument("--threads", type=int, default=1, help="threads of the model process")
-    parser.add_argument(
-        "--smoke",
-        type=int,
-        metavar="N",
-        help="SMOKE TEST: N test items only, rows out of docs/ (a check, not a figure)",
-    )
+    add_serving_options(parser, "the target", "bench/out/headroom_smoke")
     parser.add_argument(
         "--out", type=Path, help="rows (default docs/headroom; with --smoke bench/out/headroom_smoke)"
     )

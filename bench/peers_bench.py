@@ -208,3 +208,18 @@ TEST_SETTINGS += ("target_cap", "ctx", "context_chars")
 
 def test_settings(stored: dict[str, Any]) -> dict[str, Any]:
     return {k: stored.get(k) for k in TEST_SETTINGS}
+
+
+def add_serving_options(parser: argparse.ArgumentParser, served: str, smoke_out: str) -> None:
+    """The options bench/headroom.py and bench/vs_peers.py share: the contexts' cuts, the served
+    models' window and threads (`served`: which models), and --smoke (its rows go to `smoke_out`)."""
+    parser.add_argument("--context-chars", type=int, default=1500, help="SearchQA context cut")
+    parser.add_argument("--hotpot-context-chars", type=int, default=3000, help="HotpotQA context cut")
+    parser.add_argument("--ctx", type=int, default=4096, help=f"context window of {served}")
+    parser.add_argument("--threads", type=int, default=1, help=f"threads of {served}'s process")
+    parser.add_argument(
+        "--smoke",
+        type=int,
+        metavar="N",
+        help=f"SMOKE TEST: N test items only, rows to {smoke_out}, out of docs/ (a check, not a figure)",
+    )

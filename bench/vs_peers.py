@@ -79,6 +79,7 @@ from peers_bench import (  # noqa: E402
     MIN_TEST_ITEMS,
     NAMES,
     SIZES,
+    add_serving_options,
     config_text,
     data_file,
     expand,
@@ -246,16 +247,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--optimizer-cap", type=int, default=768, help="max output tokens of an optimizer call"
     )
-    parser.add_argument("--context-chars", type=int, default=1500, help="SearchQA context cut")
-    parser.add_argument("--hotpot-context-chars", type=int, default=3000, help="HotpotQA context cut")
-    parser.add_argument("--ctx", type=int, default=4096, help="context window of each model")
-    parser.add_argument("--threads", type=int, default=1, help="threads of each model process")
-    parser.add_argument(
-        "--smoke",
-        type=int,
-        metavar="N",
-        help="SMOKE TEST: N test items only, rows out of docs/ (a check, not a figure)",
-    )
+    add_serving_options(parser, "each model", "bench/out/vs_peers_smoke")
     parser.add_argument(
         "--out", type=Path, help="result rows (default docs/vs_peers; --smoke: bench/out/vs_peers_smoke)"
     )

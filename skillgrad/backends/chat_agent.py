@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Literal
 
 from skillgrad.backends.interface import ChatModel
-from skillgrad.demos import section_is_ours
+from skillgrad.demos import EXAMPLES_FILE, section_is_ours
 from skillgrad.errors import BackendError, FatalBackendError
 from skillgrad.package.doc import skill_demos, without_demos
 from skillgrad.package.install import main_file, skill_prompt_text
-from skillgrad.package.model import as_package
+from skillgrad.package.model import SKILL_FILE, as_package
 from skillgrad.templates import render
 from skillgrad.values import AgentResult, Effort, Message, Task
 
@@ -35,7 +35,7 @@ def task_prompt(task: Task) -> str:
 
 def _examples_are_ours(skill: str) -> bool:
     package = as_package(skill)
-    return section_is_ours(main_file(skill) if package is None else package.files.get("examples.md", ""))
+    return section_is_ours(main_file(skill) if package is None else package.files.get(EXAMPLES_FILE, ""))
 
 
 def _without_pointer(skill: str) -> str:
@@ -45,7 +45,7 @@ def _without_pointer(skill: str) -> str:
         return skill
     pointer = render("skillgrad", "examples_pointer").strip()
     lines = [line for line in package.skill_md.splitlines() if line.strip() != pointer]
-    return package.with_file("SKILL.md", "\n".join(lines).rstrip("\n") + "\n").encode()
+    return package.with_file(SKILL_FILE, "\n".join(lines).rstrip("\n") + "\n").encode()
 
 
 def chat_messages(skill: str, task: Task, examples: ChatExamples = "turns") -> list[Message]:

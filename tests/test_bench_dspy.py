@@ -17,14 +17,13 @@ from typing import Any
 import pytest
 
 from tests.fakes.openai_server import Request, ScriptedOpenAI, Status, text
-from tests.test_bench_peers import bench_args, count_items
+from tests.test_bench_peers import seed_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import peers_dspy as pd  # noqa: E402
 import peers_server as ps  # noqa: E402
 import peers_systems  # noqa: E402
-import vs_peers  # noqa: E402
 
 from skillgrad.values import Task  # noqa: E402
 
@@ -69,28 +68,13 @@ def test_dspy_prompts_are_scored_on_the_test_items_through_the_router(tmp_path: 
         router = ps.Router({"target": int(target.base_url.split(":")[2].split("/")[0])}, {"target": 64}, 30)
         threading.Thread(target=router.serve_forever, daemon=True).start()
         try:
-            args = bench_args(tmp_path)
-            config = tmp_path / "config.yaml"
-            spec = vs_peers.BENCHMARKS["bbh_count"]
-            config.write_text(vs_peers.config_text(spec, count_items(tmp_path), router.base_url, args))
-            test = vs_peers.load_benchmark(vs_peers.load_config(config, ["benchmark.seed=0"])).load("test")
-            sr = peers_systems.SeedRun(
-                "bbh_count",
-                0,
-                config,
-                tmp_path / "work",
-                router.log,
-                router.base_url,
-                48,
-                256,
-                (),
-                tuple(test),
-            )
+            sr = seed_run(tmp_path, router, 256)
             before, after, _, counted = peers_systems.dspy_test(sr, program)
             again = peers_systems.dspy_test(sr, program)
         finally:
             router.shutdown()
             router.server_close()
+    test = sr.test_tasks
     failing = sum(1 for t in test if t.answers[0] == "14")
     assert failing == 1
     assert before == 0.0 and after == pytest.approx(1 - failing / 32)

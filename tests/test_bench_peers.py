@@ -268,23 +268,7 @@ def test_skillgrad_side_end_to_end_behind_the_router(tmp_path: Path) -> None:
 
         threading.Thread(target=router.serve_forever, daemon=True).start()
         try:
-            args = bench_args(tmp_path)
-            spec = vs_peers.BENCHMARKS["bbh_count"]
-            config = tmp_path / "config.yaml"
-            config.write_text(vs_peers.config_text(spec, count_items(tmp_path), router.base_url, args))
-            test = vs_peers.load_benchmark(vs_peers.load_config(config, ["benchmark.seed=0"])).load("test")
-            sr = peers_systems.SeedRun(
-                "bbh_count",
-                0,
-                config,
-                tmp_path / "work",
-                router.log,
-                router.base_url,
-                48,
-                64,
-                (),
-                tuple(test),
-            )
+            sr = seed_run(tmp_path, router, 64)
             result = peers_systems.run_skillgrad(sr)
             again = peers_systems.test_pair(sr, result["best_skill"])
         finally:
@@ -394,3 +378,24 @@ def test_a_seed_folder_in_use_by_another_run_stops_this_one(tmp_path: Path) -> N
         assert (work / "config.yaml").exists()
     finally:
         served.router.server_close()
+
+
+def seed_run(tmp_path: Path, router: Any, target_cap: int) -> Any:
+    """The bbh_count seed 0 of the bench, its config at `router` (what a system's runner takes)."""
+    args = bench_args(tmp_path)
+    spec = vs_peers.BENCHMARKS["bbh_count"]
+    config = tmp_path / "config.yaml"
+    config.write_text(vs_peers.config_text(spec, count_items(tmp_path), router.base_url, args))
+    test = vs_peers.load_benchmark(vs_peers.load_config(config, ["benchmark.seed=0"])).load("test")
+    return peers_systems.SeedRun(
+        "bbh_count",
+        0,
+        config,
+        tmp_path / "work",
+        router.log,
+        router.base_url,
+        48,
+        target_cap,
+        (),
+        tuple(test),
+    )

@@ -165,22 +165,24 @@ def test_the_form_fix_proposes_the_rule_and_examples_when_the_analyst_proposes_n
     out, _ = train(tmp_path, lambda request: [], estimate=True)
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     fix = merged["form_fix"]
-    assert [e["op"] for e in fix] == ["add", "add_example", "add_example", "add_example"]
+    ops = ["add"] + ["add_example"] * 4  # the rule and skill.max_examples (4) examples
+    assert [e["op"] for e in fix] == ops
     assert fix[0]["content"].startswith("Reply with the label of the right option alone, in parentheses")
     assert all(e["rationale"].startswith("form fix: 6 of 6 answers of the step") for e in fix)
-    assert [e["op"] for e in merged["selected"]] == ["add", "add_example", "add_example", "add_example"]
+    assert [e["op"] for e in merged["selected"]] == ops
     assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is True
-    ids = assert_examples_of_train_tasks(out, 3)
+    ids = assert_examples_of_train_tasks(out, 4)
     labels = {r["id"]: r["target"] for r in ROWS}
-    assert len({labels[i] for i in ids}) == 3  # one example per expected label before a second
+    step_labels = {labels[i] for i in split_ids(out, "steps/0001/rollouts/train")}
+    assert len({labels[i] for i in ids}) == len(step_labels)  # one per expected label before a second
     # the best skill's examples reach the target as turns before the task, out of its system prompt
-    shown = [m for m in target_requests(tmp_path) if len(m) == 8]
+    shown = [m for m in target_requests(tmp_path) if len(m) == 10]
     assert shown and all("<!-- example" not in m[0]["content"] for m in shown)
     by_id = {r["id"]: r for r in ROWS}
-    assert [m["content"] for m in shown[0][1:7:2]] == [
+    assert [m["content"] for m in shown[0][1:9:2]] == [
         task_prompt(Task(i, by_id[i]["input"])).strip() for i in ids
     ]
-    assert [m["content"] for m in shown[0][2:7:2]] == [labels[i] for i in ids]
+    assert [m["content"] for m in shown[0][2:9:2]] == [labels[i] for i in ids]
     # the estimate counts what the examples add to every later prompt
     projected = json.loads((tmp_path / "estimate.json").read_text(encoding="utf-8"))["total"]
     real = read_json(out / "summary.json")["usage"]["total"]

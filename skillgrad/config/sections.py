@@ -92,7 +92,7 @@ class SkillConfig(Section):
     description_chars: int = Field(1024, ge=40, le=1024)
     """The description's limit (Agent Skills: 1024 at most), in the analyst's reply schema; a
     longer initial description is refused."""
-    max_examples: int = Field(3, ge=0, le=16)
+    max_examples: int = Field(4, ge=0, le=16)
     """Worked examples of train tasks the skill may hold: its section `<!-- examples -->` ...
     `<!-- /examples -->` (a package: `examples.md`, which SKILL.md then links to). The analyst
     names a train task by id (`add_example`, `replace_example`, `remove_example`); skillgrad

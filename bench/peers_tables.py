@@ -169,8 +169,9 @@ def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str
         groups.setdefault((_key(r), r["system"]), []).append(r)
     lines = [
         "| target | benchmark | headroom (best reference) | system | seeds | mean test gain | share "
-        "| mean target calls | mean optimizer calls | seeds up / down (p) | skillgrad better / worse (p) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| mean test before -> after | mean target calls | mean optimizer calls | seeds up / down (p) "
+        "| skillgrad better / worse (p) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     order = {name: i for i, name in enumerate(SYSTEMS)}
     over_bar: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
@@ -187,11 +188,15 @@ def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str
         part = share(mean_gain, room[0] if room else None)
         if room and room[0] >= HEADROOM_BAR:
             over_bar.setdefault((_model(first["settings"]), system), []).append((mean_gain, part))
+        # each system's gain is over its own initial skill (DSPy's zero-shot program answers in its
+        # own format), so the scores it starts and ends at are shown beside the gain
+        means = [sum(r[k] for r in group) / len(group) for k in ("test_before", "test_after")]
         calls = [sum(r[k] for r in group) / len(group) for k in ("target_calls", "optimizer_calls")]
         lines.append(
             f"| {_model(first['settings'])} | {first['benchmark']} | "
             f"{f'{room[0]:.3f} ({room[1]})' if room else '-'} | {system} | {len(group)} | "
-            f"{mean_gain:+.3f} | {_num(part, 2)} | {calls[0]:.1f} | {calls[1]:.1f} | "
+            f"{mean_gain:+.3f} | {_num(part, 2)} | {means[0]:.3f} -> {means[1]:.3f} | "
+            f"{calls[0]:.1f} | {calls[1]:.1f} | "
             f"{up} / {down} ({p:.3f}) | {vs} |"
         )
     return [*lines, "", *_bar_table(over_bar)]

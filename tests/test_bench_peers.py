@@ -303,7 +303,7 @@ def test_the_learning_table_reports_each_systems_share_of_the_headroom_and_sign_
     head = [head_row(0, 0.0, 0.5), head_row(1, 0.0, 0.25), head_row(2, 0.125, 0.375)]  # headroom 1/3
     rows = [peer_row("skillgrad", s, 0.0, 0.25) for s in (0, 1, 2)]
     rows += [peer_row("gepa", s, 0.0, a) for s, a in ((0, 0.0), (1, 0.125), (2, 0.375))]
-    rows += [peer_row("dspy", 0, 0.0, 0.5), peer_row("skillgrad", 0, 0.0, 0.5, model="q05.gguf (4 bytes)")]
+    rows += [peer_row("dspy", 0, 0.25, 0.75), peer_row("skillgrad", 0, 0.0, 0.5, model="q05.gguf (4 bytes)")]
     lines = pt.learning_table(head, rows)
     by_system = {
         line.split(" | ")[0] + "/" + line.split(" | ")[3]: line for line in lines if "bbh_date" in line
@@ -311,13 +311,13 @@ def test_the_learning_table_reports_each_systems_share_of_the_headroom_and_sign_
     head_cells = "| q15.gguf | bbh_date | 0.333 (rule+demos3) |"
     assert (
         by_system["| q15.gguf/skillgrad"]
-        == f"{head_cells} skillgrad | 3 | +0.250 | 0.75 | 48.0 | 3.0 | 3 / 0 (0.250) | - |"
+        == f"{head_cells} skillgrad | 3 | +0.250 | 0.75 | 0.000 -> 0.250 | 48.0 | 3.0 | 3 / 0 (0.250) | - |"
     )
     assert by_system["| q15.gguf/gepa"].endswith(
-        "| gepa | 3 | +0.167 | 0.50 | 48.0 | 3.0 | 2 / 0 (0.500) | 2 / 1 (1.000) |"
+        "| gepa | 3 | +0.167 | 0.50 | 0.000 -> 0.167 | 48.0 | 3.0 | 2 / 0 (0.500) | 2 / 1 (1.000) |"
     )
     assert by_system["| q15.gguf/dspy"].endswith(
-        "| dspy | 1 | +0.500 | 1.50 | 48.0 | 3.0 | 1 / 0 (1.000) | 0 / 1 (1.000) |"
+        "| dspy | 1 | +0.500 | 1.50 | 0.250 -> 0.750 | 48.0 | 3.0 | 1 / 0 (1.000) | 0 / 1 (1.000) |"
     )
     assert by_system["| q05.gguf/skillgrad"].startswith(
         "| q05.gguf | bbh_date | - | skillgrad | 1 | +0.500 | - |"

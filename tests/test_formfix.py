@@ -59,6 +59,16 @@ def test_tasks_the_target_passed_come_first_and_only_the_room_left_is_filled() -
     assert FORM_FIXES["examples"].propose(full, batch, 3) is None  # the rule is there, no room left
 
 
+def test_the_examples_keep_the_expected_labels_balanced() -> None:
+    tasks = [date(i, label) for i, label in enumerate(["(C)", "(C)", "(C)", "(B)", "(B)", "(B)"])]
+    batch = [exact(t, "(A) 12/26/1951") for t in tasks]
+    assert pick_examples(batch, 4, set()) == ["d0", "d3", "d1", "d4"]  # (C) (B) (C) (B)
+    assert pick_examples(batch, 2, {"d0"}, ["(C)"]) == ["d3", "d1"]  # the held (C) counts
+    assert pick_examples(batch, 3, set(), ["(B)", "(B)"]) == ["d0", "d1", "d2"]  # (C) x2, then a tie
+    assert pick_examples(batch, 9, set()) == ["d0", "d3", "d1", "d4", "d2", "d5"]  # the room is a cap
+    assert pick_examples(batch, 0, set()) == []
+
+
 def test_no_fix_where_answers_of_another_form_pass_or_already_have_the_form() -> None:
     assert FORM_FIXES["examples"].propose("", step(["(A)", "(B)", "(A)", "(A)", "(B)", "(B)"]), 3) is None
     assert FORM_FIXES["examples"].propose("", step(["(B) 1", "(A) 2", "(A)", "(B)", "(C)", "(C)"]), 3) is None

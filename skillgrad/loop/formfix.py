@@ -18,6 +18,7 @@ the examples are written from train tasks by `ExampleWriter`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -39,27 +40,26 @@ class FormFix(Protocol):
         ...
 
 
-def pick_examples(batch: Sequence[Rollout], room: int, taken: set[str]) -> list[str]:
-    """Up to `room` task ids of the step for worked examples: tasks the target passed with full
-    marks first (their entry is its own reply), then the others; one task per expected answer
-    before a second of the same answer ("(A)", "(C)", "(B)" rather than "(A)" three times)."""
-    if room <= 0:
-        return []
-    order = sorted(
+def pick_examples(
+    batch: Sequence[Rollout], room: int, taken: set[str], held_answers: Sequence[str] = ()
+) -> list[str]:
+    """Up to `room` task ids of the step for worked examples, each time of the expected answer
+    the examples (those held, `held_answers`, and those picked) show least, so the labels stay
+    balanced: a step of answers (C) (C) (C) (B) (B) (B) gives (C) (B) (C) (B), not (B) (C) (C)
+    (C), after which the 1.5B answered (C) to 17 of 32 disambiguation_qa test tasks. Between
+    equally shown answers, a task the target passed with full marks first (its entry is its own
+    reply), then the step's order."""
+    pool = sorted(
         (r for r in batch if r.task.answers and r.task.id not in taken),
         key=lambda r: not (r.score.passed and r.score.value >= 1.0),
     )
+    shown = Counter(normalize_text(answer) for answer in held_answers)
     picked: list[str] = []
-    answers: set[str] = set()
-    for distinct in (True, False):
-        for rollout in order:
-            answer = normalize_text(rollout.task.answers[0])
-            if rollout.task.id in picked or (distinct and answer in answers):
-                continue
-            picked.append(rollout.task.id)
-            answers.add(answer)
-            if len(picked) == room:
-                return picked
+    while pool and len(picked) < room:
+        rollout = min(pool, key=lambda r: shown[normalize_text(r.task.answers[0])])  # first of the least
+        pool = [r for r in pool if r.task.id != rollout.task.id]
+        picked.append(rollout.task.id)
+        shown[normalize_text(rollout.task.answers[0])] += 1
     return picked
 
 
@@ -81,8 +81,9 @@ class RuleAndExamples:
         if normalize_text(report.rule) not in normalize_text(skill_prompt_text(skill)):
             edits.append(Edit("add", END_ANCHOR, report.rule, why))
         if self.examples:
-            taken = {d.task_id for d in skill_demos(skill)}
-            ids = pick_examples(batch, max_examples - len(taken), taken)
+            held = skill_demos(skill)
+            taken = {d.task_id for d in held}
+            ids = pick_examples(batch, max_examples - len(taken), taken, [d.answer for d in held])
             edits += [Edit("add_example", "", task_id, why) for task_id in ids]
         return Patch(FORM_FIX_MINIBATCH, edits, report.failed) if edits else None
 

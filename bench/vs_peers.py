@@ -52,9 +52,10 @@ run: pass another --out), so later calls extend the table. `--reuse DIR` copies 
 not in --systems from DIR (same settings and budget, or it stops and says which differ). `--set
 k=v` goes to skillgrad alone. Prints the learning table (bench/peers_tables.py: per benchmark the
 headroom from --headroom's rows, each system's mean test gain over its own initial skill, its
-share of the headroom, the mean test scores it starts and ends at, calls, sign tests), then per benchmark and seed the baseline / best val, test before -> after, target and
-optimizer calls, tokens and wall, then per benchmark and system the mean test gain and a two-sided
-sign test over seeds.
+share of the headroom, the mean test scores it starts and ends at, calls, sign tests), then per
+benchmark and seed the baseline / best val, test before -> after, target and optimizer calls,
+tokens and wall, then per benchmark and system the mean test gain and a two-sided sign test over
+seeds.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 from skillgrad.benchmarks.bbh import score_target
 from skillgrad.benchmarks.scoring import score_numeric
 from skillgrad.demos import demo_from_task, with_demos
-from skillgrad.loop.formfix import FORM_FIX_MINIBATCH, FORM_FIXES, pick_examples
+from skillgrad.loop.formfix import FORM_FIX_MINIBATCH, FORM_FIXES, named_answer, pick_examples
 from skillgrad.values import AgentResult, Rollout, Task
 
 RULE = "Reply with the label of the right option alone, in parentheses, for example (C); no other words."
@@ -33,7 +33,7 @@ def step(answers: list[str]) -> list[Rollout]:
 
 
 def test_a_step_of_label_and_date_answers_gets_the_rule_and_three_examples_of_distinct_labels() -> None:
-    batch = step(["(B) 12/26/1951"] * 6)
+    batch = step(["(F) 12/26/1951"] * 6)  # a label no task expects: no bias to pull against
     patch = FORM_FIXES["examples"].propose("", batch, 3)
     assert patch is not None and patch.minibatch == FORM_FIX_MINIBATCH and patch.failures == 6
     assert [(e.op, e.content) for e in patch.edits] == [
@@ -67,6 +67,26 @@ def test_the_examples_keep_the_expected_labels_balanced() -> None:
     assert pick_examples(batch, 3, set(), ["(B)", "(B)"]) == ["d0", "d1", "d2"]  # (C) x2, then a tie
     assert pick_examples(batch, 9, set()) == ["d0", "d3", "d1", "d4", "d2", "d5"]  # the room is a cap
     assert pick_examples(batch, 0, set()) == []
+
+
+def test_the_examples_pull_against_the_answer_the_target_gives_wrongly() -> None:
+    batch = step(["(B) 12/26/1951"] * 6)  # (B) is wrong on d0 d1 d3 d4: it counts as shown four times
+    assert pick_examples(batch, 3, set()) == ["d0", "d4", "d1"]  # (A) (C) (A): no (B) yet
+    assert pick_examples(batch, 6, set()) == ["d0", "d4", "d1", "d3", "d2", "d5"]
+    right = step(["(A) x", "(A) y", "(B) z", "(A) w", "(C) v", "(B) u"])  # labels right: nothing counts
+    assert pick_examples(right, 3, set()) == ["d0", "d2", "d4"]
+    ambiguous = [exact(date(i, label), "(C) Ambiguous") for i, label in enumerate(["(A)", "(B)", "(C)"])]
+    assert pick_examples(ambiguous, 2, set()) == ["d0", "d1"]  # "(C) Ambiguous" gives (C)
+
+
+def test_an_answer_names_an_expected_answer_by_its_start_as_a_word_of_its_own() -> None:
+    labels = {"(a)", "(c)", "4", "42", "yes"}
+    assert named_answer("(C) Ambiguous", labels) == "(c)"
+    assert named_answer("42 apples", labels) == "42"  # the longest, not "4"
+    assert named_answer("Yes, it is.", labels) == "yes"
+    assert named_answer("yesterday", labels) is None
+    assert named_answer("420", labels) is None
+    assert named_answer("", labels) is None
 
 
 def test_no_fix_where_answers_of_another_form_pass_or_already_have_the_form() -> None:

@@ -19,7 +19,7 @@ the examples are written from train tasks by `ExampleWriter`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,20 +40,36 @@ class FormFix(Protocol):
         ...
 
 
+def named_answer(answer: str, answers: Iterable[str]) -> str | None:
+    """Which of `answers` (normalized) `answer` gives: the longest one it is or starts with as a
+    word of its own ("(C) Ambiguous" gives "(c)", "42 apples" gives "42"), None if it names none."""
+    text = normalize_text(answer)
+    named = [a for a in answers if a and text.startswith(a) and not text[len(a) : len(a) + 1].isalnum()]
+    return max(named, key=len, default=None)
+
+
 def pick_examples(
     batch: Sequence[Rollout], room: int, taken: set[str], held_answers: Sequence[str] = ()
 ) -> list[str]:
     """Up to `room` task ids of the step for worked examples, each time of the expected answer
-    the examples (those held, `held_answers`, and those picked) show least, so the labels stay
-    balanced: a step of answers (C) (C) (C) (B) (B) (B) gives (C) (B) (C) (B), not (B) (C) (C)
-    (C), after which the 1.5B answered (C) to 17 of 32 disambiguation_qa test tasks. Between
-    equally shown answers, a task the target passed with full marks first (its entry is its own
-    reply), then the step's order."""
+    shown least, so the labels stay balanced: a step of answers (C) (C) (C) (B) (B) (B) gives
+    (C) (B) (C) (B), not (B) (C) (C) (C), after which the 1.5B answered (C) to 17 of 32
+    disambiguation_qa test tasks. Shown are the examples held (`held_answers`) and picked, and
+    each answer of the step that gives another expected answer than its task's: the target's own
+    bias counts as shown, so the examples pull against it (the 1.5B answered "(C) Ambiguous" to
+    30 of 32 disambiguation_qa tasks; four examples (B) (C) (C) (A) kept it at (B) or (C) on every
+    test task, (B) (B) (A) (A) had it answer 22 right). Between equally shown answers, a task the
+    target passed with full marks first (its entry is its own reply), then the step's order."""
     pool = sorted(
         (r for r in batch if r.task.answers and r.task.id not in taken),
         key=lambda r: not (r.score.passed and r.score.value >= 1.0),
     )
+    expected = {normalize_text(r.task.answers[0]) for r in batch if r.task.answers}
     shown = Counter(normalize_text(answer) for answer in held_answers)
+    for r in batch:
+        given = named_answer(r.result.answer, expected)
+        if r.task.answers and given is not None and given != normalize_text(r.task.answers[0]):
+            shown[given] += 1
     picked: list[str] = []
     while pool and len(picked) < room:
         rollout = min(pool, key=lambda r: shown[normalize_text(r.task.answers[0])])  # first of the least

@@ -79,6 +79,16 @@ def test_the_examples_pull_against_the_answer_the_target_gives_wrongly() -> None
     assert pick_examples(ambiguous, 2, set()) == ["d0", "d1"]  # "(C) Ambiguous" gives (C)
 
 
+def test_a_label_the_step_lacks_is_drawn_from_the_rest_of_train() -> None:
+    tasks = [date(i, label) for i, label in enumerate(["(B)", "(B)", "(B)", "(A)", "(C)", "(A)"])]
+    batch = [exact(t, "(C) Ambiguous") for t in tasks[:3]]  # the step: (B) x3, all answered (C)
+    # (C) counts as shown three times: (B) then (A) of train, (B), (A), then the step's last (B)
+    assert pick_examples(batch, 5, set(), train=tasks) == ["d0", "d3", "d1", "d5", "d2"]
+    assert pick_examples(batch, 2, {"d3"}, ["(A)"], train=tasks) == ["d0", "d1"]  # held ids are not drawn
+    patch = FORM_FIXES["examples"].propose("", batch, 4, tasks)
+    assert patch is not None and [e.content for e in patch.edits][1:] == ["d0", "d3", "d1", "d5"]
+
+
 def test_an_answer_names_an_expected_answer_by_its_start_as_a_word_of_its_own() -> None:
     labels = {"(a)", "(c)", "4", "42", "yes"}
     assert named_answer("(C) Ambiguous", labels) == "(c)"

@@ -102,7 +102,8 @@ class Candidates:
         `graded` (task id -> answer, feedback) lets an edit restate what the grader says;
         `rollouts`: the step's train rollouts (the form fix reads them; examples bootstrap from them).
         A step may select more than once (a re-ask): the caller counts the final selection's drops."""
-        fix = self.form_fix.propose(state.current_text, rollouts, self.skill.max_examples)
+        train = self.splits("train") if self.splits else ()
+        fix = self.form_fix.propose(state.current_text, rollouts, self.skill.max_examples, train)
         own = {e.key() for e in fix.edits} if fix else set()
         patches = [*patches, *([fix] if fix else [])]
         patches = [replace(p, edits=[self.echo.own_rationale(e) for e in p.edits]) for p in patches]

@@ -28,15 +28,18 @@ from skillgrad.loop.shapes import form_report
 from skillgrad.package.doc import skill_demos
 from skillgrad.package.install import skill_prompt_text
 from skillgrad.skilldoc import END_ANCHOR, Edit, normalize_text
-from skillgrad.values import Rollout
+from skillgrad.values import Rollout, Task
 
 FORM_FIX_MINIBATCH = -1  # the form fix's patch, among the analysts' minibatch patches
 
 
 class FormFix(Protocol):
-    def propose(self, skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch | None:
+    def propose(
+        self, skill: str, batch: Sequence[Rollout], max_examples: int, train: Sequence[Task] = ()
+    ) -> Patch | None:
         """The fix's edits for this step (None: the step shows no form problem, or nothing is
-        left to add). Pure: never raises for a step's content."""
+        left to add); `train`: every train task, for examples of labels the step lacks. Pure:
+        never raises for a step's content."""
         ...
 
 
@@ -49,22 +52,32 @@ def named_answer(answer: str, answers: Iterable[str]) -> str | None:
 
 
 def pick_examples(
-    batch: Sequence[Rollout], room: int, taken: set[str], held_answers: Sequence[str] = ()
+    batch: Sequence[Rollout],
+    room: int,
+    taken: set[str],
+    held_answers: Sequence[str] = (),
+    train: Sequence[Task] = (),
 ) -> list[str]:
-    """Up to `room` task ids of the step for worked examples, each time of the expected answer
-    shown least, so the labels stay balanced: a step of answers (C) (C) (C) (B) (B) (B) gives
-    (C) (B) (C) (B), not (B) (C) (C) (C), after which the 1.5B answered (C) to 17 of 32
-    disambiguation_qa test tasks. Shown are the examples held (`held_answers`) and picked, and
-    each answer of the step that gives another expected answer than its task's: the target's own
-    bias counts as shown, so the examples pull against it (the 1.5B answered "(C) Ambiguous" to
-    30 of 32 disambiguation_qa tasks; four examples (B) (C) (C) (A) kept it at (B) or (C) on every
-    test task, (B) (B) (A) (A) had it answer 22 right). Between equally shown answers, a task the
-    target passed with full marks first (its entry is its own reply), then the step's order."""
-    pool = sorted(
-        (r for r in batch if r.task.answers and r.task.id not in taken),
-        key=lambda r: not (r.score.passed and r.score.value >= 1.0),
-    )
-    expected = {normalize_text(r.task.answers[0]) for r in batch if r.task.answers}
+    """Up to `room` task ids for worked examples, of the step's tasks and then the other `train`
+    tasks, each time of the expected answer shown least, so the labels stay balanced: a step of
+    answers (C) (C) (C) (B) (B) (B) gives (C) (B) (C) (B), not (B) (C) (C) (C), after which the
+    1.5B answered (C) to 17 of 32 disambiguation_qa test tasks. Shown are the examples held
+    (`held_answers`) and picked, and each answer of the step that gives another expected answer
+    than its task's: the target's own bias counts as shown, so the examples pull against it (the
+    1.5B answered "(C) Ambiguous" to 30 of 32 disambiguation_qa tasks; four examples (B) (C) (C)
+    (A) kept it at (B) or (C) on every test task, (B) (B) (A) (A) had it answer 22 right). A label
+    the step lacks is drawn from the rest of train. Between equally shown answers: a task the target
+    passed with full marks first (its entry is its own reply), then the step's order, then train's."""
+    in_step = {r.task.id for r in batch}
+    passed = {r.task.id for r in batch if r.score.passed and r.score.value >= 1.0}
+    pool = [
+        *sorted(
+            (r.task for r in batch if r.task.answers and r.task.id not in taken),
+            key=lambda t: t.id not in passed,
+        ),
+        *(t for t in train if t.answers and t.id not in taken and t.id not in in_step),
+    ]
+    expected = {normalize_text(t.answers[0]) for t in [*(r.task for r in batch), *train] if t.answers}
     shown = Counter(normalize_text(answer) for answer in held_answers)
     for r in batch:
         given = named_answer(r.result.answer, expected)
@@ -72,10 +85,10 @@ def pick_examples(
             shown[given] += 1
     picked: list[str] = []
     while pool and len(picked) < room:
-        rollout = min(pool, key=lambda r: shown[normalize_text(r.task.answers[0])])  # first of the least
-        pool = [r for r in pool if r.task.id != rollout.task.id]
-        picked.append(rollout.task.id)
-        shown[normalize_text(rollout.task.answers[0])] += 1
+        task = min(pool, key=lambda t: shown[normalize_text(t.answers[0])])  # first of the least
+        pool = [t for t in pool if t.id != task.id]
+        picked.append(task.id)
+        shown[normalize_text(task.answers[0])] += 1
     return picked
 
 
@@ -85,7 +98,9 @@ class RuleAndExamples:
 
     examples: bool = True
 
-    def propose(self, skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch | None:
+    def propose(
+        self, skill: str, batch: Sequence[Rollout], max_examples: int, train: Sequence[Task] = ()
+    ) -> Patch | None:
         report = form_report(batch)
         if report is None or not report.is_problem():
             return None
@@ -99,13 +114,16 @@ class RuleAndExamples:
         if self.examples:
             held = skill_demos(skill)
             taken = {d.task_id for d in held}
-            ids = pick_examples(batch, max_examples - len(taken), taken, [d.answer for d in held])
+            answers = [d.answer for d in held]
+            ids = pick_examples(batch, max_examples - len(taken), taken, answers, train)
             edits += [Edit("add_example", "", task_id, why) for task_id in ids]
         return Patch(FORM_FIX_MINIBATCH, edits, report.failed) if edits else None
 
 
 class NoFix:
-    def propose(self, skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch | None:
+    def propose(
+        self, skill: str, batch: Sequence[Rollout], max_examples: int, train: Sequence[Task] = ()
+    ) -> Patch | None:
         return None
 
 

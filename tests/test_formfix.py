@@ -6,7 +6,7 @@ from __future__ import annotations
 from skillgrad.benchmarks.bbh import score_target
 from skillgrad.benchmarks.scoring import score_numeric
 from skillgrad.demos import demo_from_task, with_demos
-from skillgrad.loop.formfix import FORM_FIX_MINIBATCH, FORM_FIXES, named_answer, pick_examples
+from skillgrad.loop.formfix import FORM_FIX_MINIBATCH, FORM_FIXES, pick_examples
 from skillgrad.values import AgentResult, Rollout, Task
 
 RULE = "Reply with the label of the right option alone, in parentheses, for example (C); no other words."
@@ -87,16 +87,6 @@ def test_a_label_the_step_lacks_is_drawn_from_the_rest_of_train() -> None:
     assert pick_examples(batch, 2, {"d3"}, ["(A)"], train=tasks) == ["d0", "d1"]  # held ids are not drawn
     patch = FORM_FIXES["examples"].propose("", batch, 4, tasks)
     assert patch is not None and [e.content for e in patch.edits][1:] == ["d0", "d3", "d1", "d5"]
-
-
-def test_an_answer_names_an_expected_answer_by_its_start_as_a_word_of_its_own() -> None:
-    labels = {"(a)", "(c)", "4", "42", "yes"}
-    assert named_answer("(C) Ambiguous", labels) == "(c)"
-    assert named_answer("42 apples", labels) == "42"  # the longest, not "4"
-    assert named_answer("Yes, it is.", labels) == "yes"
-    assert named_answer("yesterday", labels) is None
-    assert named_answer("420", labels) is None
-    assert named_answer("", labels) is None
 
 
 def test_no_fix_where_answers_of_another_form_pass_or_already_have_the_form() -> None:

@@ -23,6 +23,7 @@ from skillgrad.loop.shapes import (
     form_report,
     form_rule,
     form_summary,
+    named_answer,
 )
 from skillgrad.values import AgentResult, Rollout, Task
 
@@ -214,3 +215,13 @@ def test_rules_state_each_closed_form_and_none_for_one_answer_or_spans() -> None
         "Reply with negative or positive alone, written exactly so; no other words."
     )
     assert form_rule(["(A)"]) is None and form_rule(["Paris", "Rome"]) is None
+
+
+def test_an_answer_names_an_expected_answer_by_its_start_as_a_word_of_its_own() -> None:
+    labels = {"(a)", "(c)", "4", "42", "yes"}
+    assert named_answer("(C) Ambiguous", labels) == "(c)"
+    assert named_answer("42 apples", labels) == "42"  # the longest, not "4"
+    assert named_answer("Yes, it is.", labels) == "yes"
+    assert named_answer("yesterday", labels) is None
+    assert named_answer("420", labels) is None
+    assert named_answer("", labels) is None

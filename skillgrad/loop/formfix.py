@@ -19,12 +19,12 @@ the examples are written from train tasks by `ExampleWriter`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from skillgrad.loop.patch_merge import Patch
-from skillgrad.loop.shapes import form_report
+from skillgrad.loop.shapes import form_report, named_answer
 from skillgrad.package.doc import skill_demos
 from skillgrad.package.install import skill_prompt_text
 from skillgrad.skilldoc import END_ANCHOR, Edit, normalize_text
@@ -41,14 +41,6 @@ class FormFix(Protocol):
         left to add); `train`: every train task, for examples of labels the step lacks. Pure:
         never raises for a step's content."""
         ...
-
-
-def named_answer(answer: str, answers: Iterable[str]) -> str | None:
-    """Which of `answers` (normalized) `answer` gives: the longest one it is or starts with as a
-    word of its own ("(C) Ambiguous" gives "(c)", "42 apples" gives "42"), None if it names none."""
-    text = normalize_text(answer)
-    named = [a for a in answers if a and text.startswith(a) and not text[len(a) : len(a) + 1].isalnum()]
-    return max(named, key=len, default=None)
 
 
 def pick_examples(
@@ -68,27 +60,29 @@ def pick_examples(
     (A) kept it at (B) or (C) on every test task, (B) (B) (A) (A) had it answer 22 right). A label
     the step lacks is drawn from the rest of train. Between equally shown answers: a task the target
     passed with full marks first (its entry is its own reply), then the step's order, then train's."""
-    in_step = {r.task.id for r in batch}
+
+    def label(task: Task) -> str:
+        return normalize_text(task.answers[0])
+
+    in_step = [r.task for r in batch if r.task.answers]
     passed = {r.task.id for r in batch if r.score.passed and r.score.value >= 1.0}
+    step_ids = {t.id for t in in_step}
     pool = [
-        *sorted(
-            (r.task for r in batch if r.task.answers and r.task.id not in taken),
-            key=lambda t: t.id not in passed,
-        ),
-        *(t for t in train if t.answers and t.id not in taken and t.id not in in_step),
+        *sorted((t for t in in_step if t.id not in taken), key=lambda t: t.id not in passed),
+        *(t for t in train if t.answers and t.id not in taken and t.id not in step_ids),
     ]
-    expected = {normalize_text(t.answers[0]) for t in [*(r.task for r in batch), *train] if t.answers}
+    labels = {label(t) for t in [*in_step, *train] if t.answers}
     shown = Counter(normalize_text(answer) for answer in held_answers)
     for r in batch:
-        given = named_answer(r.result.answer, expected)
-        if r.task.answers and given is not None and given != normalize_text(r.task.answers[0]):
+        given = named_answer(r.result.answer, labels)
+        if r.task.answers and given is not None and given != label(r.task):
             shown[given] += 1
     picked: list[str] = []
     while pool and len(picked) < room:
-        task = min(pool, key=lambda t: shown[normalize_text(t.answers[0])])  # first of the least
-        pool = [t for t in pool if t.id != task.id]
+        task = min(pool, key=lambda t: shown[label(t)])  # first of the least
+        pool.remove(task)
         picked.append(task.id)
-        shown[normalize_text(task.answers[0])] += 1
+        shown[label(task)] += 1
     return picked
 
 

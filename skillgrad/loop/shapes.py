@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from skillgrad.skilldoc import normalize_text
 from skillgrad.templates import render
 from skillgrad.values import Rollout
 
@@ -218,6 +219,16 @@ def holds(answer: str, expected: str) -> bool:
     if not expected or answer.lower() == expected.lower():
         return False
     return re.search(rf"(?<!\w){re.escape(expected)}(?!\w)", answer, re.IGNORECASE) is not None
+
+
+def named_answer(answer: str, answers: Iterable[str]) -> str | None:
+    """Which of `answers` (normalized: `skilldoc.normalize_text`) `answer` gives: the longest one
+    it is or starts with as a word of its own ("(C) Ambiguous" gives "(c)", "42 apples" gives
+    "42"), None if it names none. Unlike `holds`, only the answer's start counts: "not (A) but
+    (B)" gives no label."""
+    text = normalize_text(answer)
+    named = [a for a in answers if a and text.startswith(a) and not text[len(a) : len(a) + 1].isalnum()]
+    return max(named, key=len, default=None)
 
 
 def form_report(batch: Sequence[Rollout], shown: Sequence[Rollout] = ()) -> FormReport | None:

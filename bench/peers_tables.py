@@ -158,9 +158,10 @@ def _model(settings: Mapping[str, Any]) -> str:
 
 
 def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Per target model, benchmark and system: the headroom, the mean test gain and its share of
-    the headroom, calls, the sign test of its gains, skillgrad against it; then, over benchmarks
-    with headroom >= HEADROOM_BAR, each system's mean gain and share."""
+    """Per target model, benchmark and system: the headroom (over the seeds the system ran), the
+    mean test gain and its share of the headroom, calls, the sign test of its gains, skillgrad
+    against it; then, over benchmarks with headroom >= HEADROOM_BAR, each system's mean gain and
+    share."""
     rooms: dict[str, list[Mapping[str, Any]]] = {}
     for h in head:
         rooms.setdefault(_key(h), []).append(h)
@@ -177,7 +178,9 @@ def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str
     over_bar: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
     for (key, system), group in sorted(groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9))):
         first = group[0]
-        room = headroom(rooms.get(key, []))
+        # the headroom of the seeds this system ran: another seed's items are other test items
+        seeds = {r["seed"] for r in group}
+        room = headroom([h for h in rooms.get(key, []) if h["seed"] in seeds])
         gains = [gain(r) for r in group]
         mean_gain = sum(gains) / len(gains)
         up, down, p = sign_test(gains)

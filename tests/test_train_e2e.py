@@ -210,6 +210,35 @@ def test_invalid_optimizer_json_is_retried_then_reported(tmp_path: Path) -> None
     assert "schema-valid JSON" in error
 
 
+def test_a_step_whose_analysts_reply_without_json_is_skipped_once_an_analyst_answered(tmp_path: Path) -> None:
+    """Step 1's analyst answers (its rule is rejected); step 2's replies are cut JSON after the
+    retries: the step goes on without edits and the run ends with its final test, not an error."""
+    answered: list[Request] = []
+
+    def handler(request: Request):
+        if is_optimizer(request):
+            answered.append(request)
+            if len(answered) > 1:
+                return text('{"edits": [{"op": "add", "target": "", "content": "Reply with')
+        return world(BAD_RULE)(request)
+
+    with ScriptedOpenAI(handler) as server:
+        out = tmp_path / "run"
+        cfg = write_config(tmp_path, server, batch_size=2, minibatch_size=2)
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "model.json_retries=1")
+    assert proc.returncode == 0, proc.stderr
+    assert len(answered) == 1 + 2  # step 1 answered; step 2: first try + 1 re-ask
+    steps = history(out)
+    assert [s["action"] for s in steps] == ["rejected", "skipped"]
+    assert "schema-valid JSON" in read_json(out / "steps" / "0002" / "reflections" / "mb_00.json")["error"]
+    summary = read_json(out / "summary.json")
+    assert summary["stopped"] == "completed" and summary["test"] is not None
+    assert read_json(out / "state.json")["reflections_answered"] == 1
+    assert "step 2: every reflection failed, the step goes on without edits" in (out / "train.log").read_text(
+        encoding="utf-8"
+    )
+
+
 def test_rate_limits_and_server_errors_are_retried(tmp_path: Path) -> None:
     failures = iter([rate_limited(), server_error(500), server_error(503)])
 

@@ -84,13 +84,27 @@ class Reflection:
     def reflect(
         self, step: int, epoch: int | None, state: TrainState, rollouts: list[Rollout], lr: int
     ) -> list[Patch]:
-        """One patch per reflection that answered; TrainingFailed when none of them did."""
+        """One patch per reflection that answered. When none of them did, the step goes on
+        without the analysts' edits if each of them replied (no schema-valid JSON: a reply cut
+        short by one long prompt, as the 1.5B's was on disambiguation_qa) and an analyst of this
+        run has answered before; otherwise TrainingFailed: an optimizer that never answers, or
+        that cannot be reached, would fail every later step too (`resume` continues the run)."""
         work = reflection_work(rollouts, self.cfg.train.minibatch_size, len(self.chats))
         outcomes = self._pool(step, state, lr, [(*item, False) for item in work], rollouts, epoch=epoch)
+        patches = [o for o in outcomes if isinstance(o, Patch)]
+        state.reflections_answered += len(patches)
         errors = [o for o in outcomes if isinstance(o, Exception)]
-        if work and len(errors) == len(work):
+        if not work or patches:
+            return patches
+        replied = all(isinstance(e, StructuredOutputError) for e in errors)
+        if not (replied and state.reflections_answered):
             raise TrainingFailed(f"every reflection of step {step} failed; last error: {errors[-1]}")
-        return [o for o in outcomes if isinstance(o, Patch)]
+        self.events.emit(
+            "message",
+            text=f"step {step}: every reflection failed, the step goes on without edits; "
+            f"last error: {errors[-1]}",
+        )
+        return []
 
     def reask(
         self, step: int, state: TrainState, rollouts: list[Rollout], lr: int, patches: list[Patch]
@@ -107,7 +121,9 @@ class Reflection:
             text=f"step {step}: every proposed edit was dropped; asking {len(work)} analyst(s) afresh",
         )
         outcomes = self._pool(step, state, lr, work, rollouts, label="re-ask")
-        return [o for o in outcomes if isinstance(o, Patch)]
+        patches = [o for o in outcomes if isinstance(o, Patch)]
+        state.reflections_answered += len(patches)
+        return patches
 
     def _pool(
         self,

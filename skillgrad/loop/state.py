@@ -79,6 +79,9 @@ class TrainState:
     reflected: dict[str, list[str]] = field(default_factory=dict)
     rounds: NonNegativeInt = 0  # sequential rounds of calls so far (observed), kept across a resume
     task_text_copies: NonNegativeInt = 0  # edits dropped because they copy a task's text
+    # reflections that returned a patch: once one has, a step whose every analyst's reply is
+    # unusable is skipped rather than ending the run (`Reflection.reflect`)
+    reflections_answered: NonNegativeInt = 0
     # the search strategy's own state: the frontier search's candidates (optimizer.search: frontier)
     pool: SearchState | None = None
 

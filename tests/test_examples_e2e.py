@@ -56,14 +56,27 @@ def example_ids(request: Request) -> list[str]:
     return add["properties"]["task"]["enum"]
 
 
-def train(tmp_path: Path, analyst, *overrides: str, estimate: bool = False) -> tuple[Path, list[Request]]:
+def wrong_label(request: Request) -> str:
+    """A target that copies the examples' form but not their reasoning: every label it gives
+    is the next one after the right label."""
+    label = target_reply(request)[:3]
+    return (
+        f"({LABELS[(LABELS.index(label[1]) + 1) % 4]})"
+        if examples_seen(request) >= 2
+        else target_reply(request)
+    )
+
+
+def train(
+    tmp_path: Path, analyst, *overrides: str, estimate: bool = False, target=target_reply
+) -> tuple[Path, list[Request]]:
     data = tmp_path / "dates.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
 
     def handler(request: Request):
         if is_optimizer(request):
             return json_reply({"edits": analyst(request)})  # usage: ~4 characters a token
-        return text(target_reply(request))
+        return text(target(request))
 
     with ScriptedOpenAI(handler) as server:
         out = tmp_path / "run"
@@ -197,3 +210,25 @@ def test_without_examples_the_form_fix_adds_the_rule_alone(tmp_path: Path) -> No
     assert [e["op"] for e in merged["form_fix"]] == ["add"]
     # the rule alone does not fix this target's form: validated, and rejected by the gate
     assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is False
+
+
+def test_a_val_tie_goes_to_the_candidate_whose_answers_hold_the_form(tmp_path: Path) -> None:
+    """Every label wrong before and after the form fix: 0/6 against 0/6 on val. The tie goes to
+    the candidate (optimizer.tie_break: form, the default), which becomes the best skill; with
+    `none` the empty skill is kept."""
+    (tmp_path / "form").mkdir()
+    (tmp_path / "none").mkdir()
+    out, _ = train(tmp_path / "form", lambda request: [], target=wrong_label)
+    gate = read_json(out / "steps" / "0001" / "gate.json")
+    assert gate["accepted"] is True and gate["candidate_score"] == gate["current_score"] == 0.0
+    assert "the tie goes to the candidate" in gate["reason"] and "form on 6 of 6 val items" in gate["reason"]
+    assert gate["test"] == "strict mean, tie broken by form"
+    summary = read_json(out / "summary.json")
+    assert summary["accepted"] == 1 and summary["best_version"] == "v0001"
+    assert len(parse_demos((out / "best_skill.md").read_text(encoding="utf-8"))) == 4
+    forms = read_json(out / "state.json")["val_forms"]
+    assert sorted(sum(map(len, f.values())) for f in forms.values()) == [6, 6]
+    kept, _ = train(tmp_path / "none", lambda request: [], "optimizer.tie_break=none", target=wrong_label)
+    gate = read_json(kept / "steps" / "0001" / "gate.json")
+    assert gate["accepted"] is False and gate["reason"] == "validation 0.0000 ties current 0.0000"
+    assert (kept / "best_skill.md").read_text(encoding="utf-8") == ""

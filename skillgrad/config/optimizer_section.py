@@ -125,6 +125,13 @@ class OptimizerConfig(Section):
     0 -> 1, i.e. 1 / items of the score, whatever `val_repeats` is); with 0/1 scores and one repeat
     any gain, with more repeats a whole item (`1 / val_repeats` keeps one more right run), and with
     continuous scores (F1) it rejects a gain smaller than fixing one item outright; 0: any gain."""
+    tie_break: Literal["form", "none"] = "form"
+    """What a validation tie comes to (loop/decision/tie_break.py): `form` keeps the candidate
+    when its val answers hold the form the val split's expected answers share (an option label,
+    a bare number, a date format) on at least half the items more than the current skill's, and
+    no item scored while out of that form (its scores then cannot tell a wrong label from an
+    answer no exact-match scorer passes); `none`: a tie keeps the current skill. Only the
+    configured `strict` or `paired` gate of the greedy search is tie-broken."""
     target: Literal["body", "description", "both"] = "body"
     """What the run trains: `body` (on tasks), `description` (when the skill is loaded, on
     triggers) or `both` in alternating steps; needs `optimizer.search: greedy`."""

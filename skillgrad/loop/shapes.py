@@ -159,6 +159,14 @@ def form_rule(expected_answers: Sequence[str]) -> str | None:
     return _word_set_rule(answers)
 
 
+def shared_shape(expected_answers: Sequence[str]) -> str | None:
+    """The shape (`answer_shape`) every expected answer has, where they share a form a rule can
+    state (`form_rule`); None otherwise (spans, mixed forms)."""
+    answers = [a.strip() for a in expected_answers if a.strip()]
+    shapes = {answer_shape(a) for a in answers}
+    return shapes.pop() if len(shapes) == 1 and form_rule(answers) is not None else None
+
+
 def _word_set_rule(answers: Sequence[str]) -> str | None:
     """A closed set of plain words ("positive", "negative"): each answer one word of letters, at
     most SET_WORDS distinct ones, each expected at least twice."""

@@ -72,6 +72,9 @@ class TrainState:
     # skill content hash -> item -> the repeats (0-based) of its last validation whose agent
     # failed: no outcome, left out of its comparisons, run again when the skill is validated again
     val_missing: dict[str, dict[str, list[NonNegativeInt]]] = field(default_factory=dict)
+    # skill content hash -> item -> whether each val outcome's answer held the form the val
+    # split's expected answers share (none recorded where they share none): `tie_break.form`
+    val_forms: dict[str, dict[str, list[bool]]] = field(default_factory=dict)
     # skill content hash -> train task ids that passed with it (for the `no_failures` stop)
     train_passed: dict[str, list[str]] = field(default_factory=dict)
     # skill content hash -> what each step reflected with it saw (`stopping.step_inputs`), for the
@@ -87,11 +90,13 @@ class TrainState:
 
     def accept(self, text: str, score: float, step: int) -> bool:
         """The gate accepted the candidate `text` (validated at `score`): it becomes the current
-        skill as a new version. True when it is also the best so far."""
+        skill as a new version. True when it is also the best so far: a higher score, or the
+        best's own score when it replaced the best (the gate preferred it: `tie_break`)."""
+        replaced_best = self.version == self.best_version
         self.version += 1
         self.current_text, self.current_score = text, score
         self.accepted += 1
-        if score <= self.best_score:
+        if score < self.best_score or (score == self.best_score and not replaced_best):
             return False
         self.best_score, self.best_version, self.best_step = score, self.version, step
         return True

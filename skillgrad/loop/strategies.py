@@ -1,10 +1,11 @@
 """The run's decisions, each a small object chosen by its config name, built here and only here
-and handed to the trainer: the validation gate, the learning-rate schedule, how patches merge,
-how merged edits rank, how an analyst proposes edits (optimizer.edit_mode), what skillgrad itself
-proposes when a step's answers have the wrong form (optimizer.form_fix), how the run searches
-the space of skills (optimizer.search: a strategy the trainer builds with its context), what a
-skill's score is over its per-item results (the mean, or trigger F1 for a description:
-skillgrad.activation) and how often each test item runs. A gate, search or parent rule the caller
+and handed to the trainer: the validation gate and what its tie comes to, the learning-rate
+schedule, how patches merge, how merged edits rank, how an analyst proposes edits
+(optimizer.edit_mode), what skillgrad itself proposes when a step's answers have the wrong
+form (optimizer.form_fix), how the run searches the space of skills (optimizer.search: a
+strategy the trainer builds with its context), what a skill's score is over its per-item
+results (the mean, or trigger F1 for a description: skillgrad.activation) and how often each
+test item runs. A gate, search or parent rule the caller
 handed in as an object (`loop/custom_strategies.py`) takes the place of the configured one."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from skillgrad.config import Config, OptimizerConfig
 from skillgrad.errors import UserError
 from skillgrad.loop.custom_strategies import Custom, label, lacks
 from skillgrad.loop.decision.gate import Gate, make_gate, mean_of
+from skillgrad.loop.decision.tie_break import TIE_BREAKS, NoTieBreak, TieBreak
 from skillgrad.loop.formfix import FORM_FIXES, FormFix, NoFix
 from skillgrad.loop.patch_merge import MERGERS, MergedEdit, Patch
 from skillgrad.loop.rewrite import ANALYSTS, Analyst
@@ -50,14 +52,17 @@ class Strategies:
     parent: ParentRule = PARENTS["lexicase"]  # the frontier search's draw of each step's parent
     parent_name: str = "lexicase"  # its name (progress, summary.json)
     gate_name: str | None = None  # gate.json's `gate`: a caller's gate's label; None: optimizer.gate
+    # what a tie of the configured gate comes to (a caller's gate decides its ties itself)
+    tie_break: TieBreak = NoTieBreak()
 
     @classmethod
     def from_config(cls, opt: OptimizerConfig, custom: Custom | None = None) -> Strategies:
         """The optimizer section's strategies, each object of `custom` in place of its name's."""
         custom = custom or Custom()
         gate = make_gate(opt.gate, opt.gate_alpha, opt.gate_min_gain, opt.val_repeats)
+        own_gate = custom.gate_for(opt.val_repeats)
         return cls(
-            gate=custom.gate_for(opt.val_repeats) or gate,
+            gate=own_gate or gate,
             schedule=SCHEDULES[opt.lr_schedule],
             merger=MERGERS[opt.merge](),
             ranker=RANKERS[opt.rank](),
@@ -67,6 +72,7 @@ class Strategies:
             parent=custom.rule() or PARENTS[opt.parent],
             parent_name=custom.labels.get("parent", opt.parent),
             gate_name=custom.labels.get("gate"),
+            tie_break=NoTieBreak() if own_gate else TIE_BREAKS[opt.tie_break],
         )
 
 

@@ -26,6 +26,7 @@ from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.decision.gate import Gate
 from skillgrad.loop.decision.judge import judge, scored
 from skillgrad.loop.decision.racing import Race, Validation, validate
+from skillgrad.loop.decision.tie_break import NoTieBreak
 from skillgrad.loop.event_bus import Events
 from skillgrad.loop.interleaved import Interleaved
 from skillgrad.loop.plan import Plan, PlanStep, Splits, make_plan, steps_per_epoch
@@ -71,6 +72,7 @@ class Trainer:
         self.schedule = strategies.schedule
         self.metric, self.test_repeats = strategies.metric, strategies.test_repeats
         self.gate_name = strategies.gate_name  # gate.json's `gate`
+        self.gate, self.tie_break = strategies.gate, strategies.tie_break
         self.interleaved = interleaved
         self.benchmark_split = Splits(benchmark)
         self.candidates = Candidates(
@@ -193,8 +195,13 @@ class Trainer:
             self.run.write_gate(step, skipped.to_json())
             return replace(started, skip_reason=blocked)
         gate = self.search.gate(state, candidate.text)
-        val, incumbent = self._validate(state, step, candidate, nxt, gate)
-        decision = judge(gate, val, incumbent)
+        tie_break = self.tie_break if gate is self.gate else NoTieBreak()  # not a frontier's pool entry
+        val, incumbent = self._validate(state, step, candidate, nxt, tie_break.racing_gate(gate))
+        forms = [
+            state.val_forms.get(SkillDoc(text).content_hash, {})
+            for text in (candidate.text, state.current_text)
+        ]
+        decision = tie_break.decide(judge(gate, val, incumbent), val, incumbent, *forms)
         score, raced = scored(self.metric, gate, val, incumbent)
         record = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer, raced, self.gate_name)
         self.run.write_gate(step, replace(record, candidate_score=score).to_json())

@@ -6,6 +6,7 @@ skill runs those again and the incumbent is not validated anew for them."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from skillgrad.config import Config
 from skillgrad.errors import TrainingFailed
 from skillgrad.loop.decision.gate import ValResults
 from skillgrad.loop.decision.racing import Race, Validation, ValUnit, validate
+from skillgrad.loop.shapes import answer_shape, shared_shape
 from skillgrad.loop.stages import RolloutRunner
 from skillgrad.loop.state import TrainState
 from skillgrad.run_folder import RunDir
@@ -28,6 +30,11 @@ class ValRuns:
         self.runner = runner
         self.run = run
         self.split = split
+
+    @functools.cached_property
+    def val_shape(self) -> str | None:
+        """The shape the val split's expected answers share, or None."""
+        return shared_shape([t.answers[0] for t in self.split("val") if t.answers])
 
     def units(
         self, prefix: Path, skill: str, stage: str, step: int, units: list[ValUnit], label: str | None = None
@@ -67,12 +74,14 @@ class ValRuns:
         )
         todo = sum(max(0, repeats - len(known.get(t.id, []))) for t in tasks)
         waves = [0]
+        ran: list[Rollout] = []
 
         def run_units(units: list[ValUnit]) -> list[Rollout]:
             waves[0] += 1
             split = race is not None and (waves[0] > 1 or len(units) < todo)  # not all in one wave
             label = f"wave {waves[0]}" if split else None
-            return self.units(self.run.rollouts_dir(step, "val"), skill, "validate", step, units, label)
+            ran.extend(self.units(self.run.rollouts_dir(step, "val"), skill, "validate", step, units, label))
+            return ran[-len(units) :]
 
         val = validate(
             tasks,
@@ -83,7 +92,7 @@ class ValRuns:
             before_wave=before_wave,
             known_missing=state.val_missing.get(key),
         )
-        remember(state, key, val)
+        remember(state, key, val, ran, self.val_shape)
         return val
 
     def full(self, state: TrainState, step: int, skill: str, stage: str, split: str = "val") -> Validation:
@@ -102,7 +111,7 @@ class ValRuns:
         )
         if ran and all(r.result.is_error for r in ran):
             raise TrainingFailed(f"every {stage} task failed; first error: {ran[0].result.error}")
-        remember(state, key, val)
+        remember(state, key, val, ran, self.val_shape)
         return val
 
     def incumbent(self, state: TrainState) -> ValResults:
@@ -117,10 +126,16 @@ class ValRuns:
         return results
 
 
-def remember(state: TrainState, key: str, val: Validation) -> None:
-    """What `val` leaves in the state for the skill whose content hash is `key`."""
+def remember(state: TrainState, key: str, val: Validation, ran: list[Rollout], shape: str | None) -> None:
+    """What `val` leaves in the state for the skill whose content hash is `key`; with the val
+    answers' shared `shape`, whether each answer of `ran` that has an outcome held it."""
     state.val_results[key] = val.results
     if val.missing:
         state.val_missing[key] = val.missing
     else:
         state.val_missing.pop(key, None)
+    if shape is not None:
+        forms = state.val_forms.setdefault(key, {})
+        for rollout in ran:
+            if not rollout.result.is_error:
+                forms.setdefault(rollout.task.id, []).append(answer_shape(rollout.result.answer) == shape)

@@ -7,7 +7,7 @@ import pytest
 
 from skillgrad.loop.decision.gate import PairedGate, StrictGate
 from skillgrad.loop.decision.racing import Race, Validation, validate
-from skillgrad.loop.decision.tie_break import TIE_BREAKS, FormTieBreak, NoTieBreak
+from skillgrad.loop.decision.tie_break import TIE_BREAKS, FormTieBreak, NoTieBreak, TieReachable
 from skillgrad.loop.shapes import OPTION, answer_shape, shared_shape
 from skillgrad.loop.state import TrainState
 from skillgrad.values import Task
@@ -82,29 +82,46 @@ def test_the_break_stays_out_where_the_form_is_not_what_the_scores_miss() -> Non
 def test_none_keeps_the_incumbent_and_races_with_the_gate_itself() -> None:
     gate = StrictGate()
     none = TIE_BREAKS["none"]
-    assert isinstance(none, NoTieBreak) and none.racing_gate(gate) is gate
+    assert isinstance(none, NoTieBreak) and none.racing_gate(gate, scores(0.0), forms(0)) is gate
     tie = gate.decide(scores(0.0), scores(0.0))
     assert none.decide(tie, Validation(scores(0.0), 12, 1, False), scores(0.0), forms(12), forms(0)) is tie
 
 
 def test_racing_goes_on_while_a_tie_is_reachable_and_stops_once_it_is_not() -> None:
     gate = StrictGate()
-    raced = FormTieBreak().racing_gate(gate)
     incumbent = {"t0": [1.0], "t1": [1.0], "t2": [0.0], "t3": [0.0]}
+    out_of_form = {"t0": [True], "t1": [True], "t2": [False], "t3": [False]}
+    raced = FormTieBreak().racing_gate(gate, incumbent, out_of_form)
     one_miss = {"t0": [0.0], "t2": [0.0]}  # full marks on the rest: 0.5 = a tie, not a gain
     assert not gate.can_pass(one_miss, incumbent) and raced.can_pass(one_miss, incumbent)
     two_misses = {"t0": [0.0], "t1": [0.0], "t2": [0.0]}  # at best 0.25
     assert not raced.can_pass(two_misses, incumbent)
     assert raced.decide(one_miss, incumbent) == gate.decide(one_miss, incumbent)
     assert raced.repeats == gate.repeats and raced.pool_test() is gate.pool_test()
-    # a candidate failing just the incumbent's failures ties it: racing with the gate alone stops
-    # it after those, racing with the tie break runs it to the end
+    # a candidate failing just the incumbent's failures (half the items, all out of the form)
+    # ties it: the paired gate's racing stops it after four of them, the tie break's runs it on
+    # (the strict gate needs a wave of every failure, more than a third: it never splits here)
+    paired = PairedGate(0.05)
     sixteen = [Task(id=f"t{i}", question="q") for i in range(16)]
-    failing = {t.id: [0.0 if i in (4, 9, 13) else 1.0] for i, t in enumerate(sixteen)}
+    failing = {t.id: [0.0 if i % 2 else 1.0] for i, t in enumerate(sixteen)}
     same = {(t.id, 0): failing[t.id][0] for t in sixteen}
-    assert validate(sixteen, 1, {}, fake_runner(same, []), Race(gate, failing, 2)).raced_out
-    full = validate(sixteen, 1, {}, fake_runner(same, []), Race(raced, failing, 2))
+    early = validate(sixteen, 1, {}, fake_runner(same, []), Race(paired, failing, 2))
+    assert early.raced_out and early.calls == 4
+    out_where_failing = {item: [score[0] > 0] for item, score in failing.items()}
+    full_race = Race(FormTieBreak().racing_gate(paired, failing, out_where_failing), failing, 2)
+    full = validate(sixteen, 1, {}, fake_runner(same, []), full_race)
     assert not full.raced_out and full.calls == 16
+
+
+def test_racing_bounds_with_the_gate_alone_where_no_tie_could_be_broken() -> None:
+    gate, form = StrictGate(), FormTieBreak()
+    incumbent = scores(0.0)
+    assert form.racing_gate(gate, incumbent, forms(12)) is gate  # the incumbent holds the form
+    assert form.racing_gate(gate, incumbent, forms(7)) is gate  # out of it on 5 of 12: < half
+    assert form.racing_gate(gate, incumbent, {}) is gate  # no shared form, or none recorded
+    scored_out = {**forms(0), "t0": [False]}
+    assert form.racing_gate(gate, {**incumbent, "t0": [1.0]}, scored_out) is gate  # the scorer reads any form
+    assert isinstance(form.racing_gate(gate, incumbent, forms(6)), TieReachable)
 
 
 def test_the_shared_shape_of_real_expected_answers() -> None:

@@ -156,6 +156,7 @@ UNKEYED: dict[str, str] = {
     "optimizer.gate*": DECISION,
     "optimizer.validation": DECISION,
     "optimizer.race_waves": DECISION,
+    "optimizer.tie_break": DECISION,
     "optimizer.merge*": DECISION,
     "optimizer.rank": DECISION,
     "optimizer.reask_dropped": DECISION,

@@ -46,7 +46,7 @@ class TieBreak(Protocol):
         side's answer forms."""
         ...
 
-    def racing_gate(self, gate: Gate) -> Gate:
+    def racing_gate(self, gate: Gate, incumbent: ValResults, incumbent_forms: Forms) -> Gate:
         """The gate racing bounds with: `gate`, or one whose `can_pass` is also True while a
         tie the break could decide is still reachable."""
         ...
@@ -92,7 +92,13 @@ class FormTieBreak:
         )
         return replace(decision, accepted=True, reason=reason, test=f"{decision.test}, tie broken by form")
 
-    def racing_gate(self, gate: Gate) -> Gate:
+    def racing_gate(self, gate: Gate, incumbent: ValResults, incumbent_forms: Forms) -> Gate:
+        # A tie can only go to the candidate where the incumbent is out of the form on `share` of
+        # the items: elsewhere racing bounds as it always did.
+        items = list(incumbent_forms)
+        base = _in_form(incumbent, incumbent_forms, items) if items else None
+        if base is None or len(items) - base < self.share * len(items):
+            return gate
         return TieReachable(gate)
 
 
@@ -107,7 +113,7 @@ class NoTieBreak:
     ) -> GateDecision:
         return decision
 
-    def racing_gate(self, gate: Gate) -> Gate:
+    def racing_gate(self, gate: Gate, incumbent: ValResults, incumbent_forms: Forms) -> Gate:
         return gate
 
 

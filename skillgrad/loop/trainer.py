@@ -26,7 +26,7 @@ from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.decision.gate import Gate
 from skillgrad.loop.decision.judge import judge, scored
 from skillgrad.loop.decision.racing import Race, Validation, validate
-from skillgrad.loop.decision.tie_break import Forms, NoTieBreak, TieBreak
+from skillgrad.loop.decision.tie_break import NoTieBreak, TieBreak
 from skillgrad.loop.event_bus import Events
 from skillgrad.loop.interleaved import Interleaved
 from skillgrad.loop.plan import Plan, PlanStep, Splits, make_plan, steps_per_epoch
@@ -40,7 +40,7 @@ from skillgrad.loop.state import TrainState
 from skillgrad.loop.step_records import GateRecord, StepEnd, StepRecord, pass_label, skip_note
 from skillgrad.loop.stopping import note_reflected
 from skillgrad.loop.strategies import Strategies, make_search, search_settings
-from skillgrad.loop.valruns import ValRuns
+from skillgrad.loop.valruns import ValRuns, val_forms
 from skillgrad.package.doc import PackageDoc
 from skillgrad.run_folder import RunDir, version_name
 from skillgrad.skilldoc import EditOutcome, SkillDoc
@@ -196,10 +196,9 @@ class Trainer:
             return replace(started, skip_reason=blocked)
         gate = self.search.gate(state, candidate.text)
         tie_break = self.tie_break if gate is self.gate else NoTieBreak()  # not a frontier's pool entry
-        forms = state.val_forms.get(SkillDoc(state.current_text).content_hash, {})
-        val, incumbent = self._validate(state, step, candidate, nxt, gate, tie_break, forms)
-        mine = state.val_forms.get(SkillDoc(candidate.text).content_hash, {})
-        decision = tie_break.decide(judge(gate, val, incumbent), val, incumbent, mine, forms)
+        val, incumbent = self._validate(state, step, candidate, nxt, gate, tie_break)
+        forms = [val_forms(state, text) for text in (candidate.text, state.current_text)]
+        decision = tie_break.decide(judge(gate, val, incumbent), val, incumbent, *forms)
         score, raced = scored(self.metric, gate, val, incumbent)
         record = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer, raced, self.gate_name)
         self.run.write_gate(step, replace(record, candidate_score=score).to_json())
@@ -228,13 +227,13 @@ class Trainer:
         nxt: Sequence[PlanStep],
         gate: Gate,
         tie_break: TieBreak,
-        incumbent_forms: Forms,
     ) -> tuple[Validation, dict[str, list[float]]]:
         """The candidate's validation (racing in waves when configured, bounded by the tie
         break's racing gate) and the incumbent's results."""
         incumbent = self.incumbent_results(state)
         racing = self.cfg.optimizer.validation == "racing"
-        bound = tie_break.racing_gate(gate, incumbent, incumbent_forms)
+        # The incumbent's forms are read after its results: validating it records them.
+        bound = tie_break.racing_gate(gate, incumbent, val_forms(state, state.current_text))
         race = Race(bound, incumbent, self.cfg.optimizer.race_waves) if racing else None
         if state.val_results.get(candidate.content_hash):
             self.events.emit("message", text=f"step {step}: candidate seen before, reusing its validation")

@@ -126,6 +126,12 @@ class ValRuns:
         return results
 
 
+def val_forms(state: TrainState, text: str) -> dict[str, list[bool]]:
+    """Whether each recorded val answer of the skill `text` held the val split's shared form
+    (`remember`); empty where none was recorded."""
+    return state.val_forms.get(SkillDoc(text).content_hash, {})
+
+
 def remember(state: TrainState, key: str, val: Validation, ran: list[Rollout], shape: str | None) -> None:
     """What `val` leaves in the state for the skill whose content hash is `key`; with the val
     answers' shared `shape`, whether each answer of `ran` that has an outcome held it."""

@@ -84,7 +84,7 @@ class FormTieBreak:
         mine, theirs = compared(val.results, incumbent)
         items = list(mine)
         ours, base = _in_form(mine, forms, items), _in_form(theirs, incumbent_forms, items)
-        if not items or ours is None or base is None or ours - base < self.share * len(items):
+        if ours is None or not self._breaks(ours, base, len(items)):
             return decision
         reason = (
             f"{decision.reason}; the tie goes to the candidate: its answers hold the expected "
@@ -93,13 +93,15 @@ class FormTieBreak:
         return replace(decision, accepted=True, reason=reason, test=f"{decision.test}, tie broken by form")
 
     def racing_gate(self, gate: Gate, incumbent: ValResults, incumbent_forms: Forms) -> Gate:
-        # A tie can only go to the candidate where the incumbent is out of the form on `share` of
-        # the items: elsewhere racing bounds as it always did.
+        # Only a tie a candidate with every answer in form would win is worth racing on for:
+        # elsewhere racing bounds as it always did.
         items = list(incumbent_forms)
-        base = _in_form(incumbent, incumbent_forms, items) if items else None
-        if base is None or len(items) - base < self.share * len(items):
-            return gate
-        return TieReachable(gate)
+        base = _in_form(incumbent, incumbent_forms, items)
+        return TieReachable(gate) if self._breaks(len(items), base, len(items)) else gate
+
+    def _breaks(self, ours: int, base: int | None, items: int) -> bool:
+        """Whether `ours` of `items` in form against the incumbent's `base` breaks a tie."""
+        return items > 0 and base is not None and ours - base >= self.share * items
 
 
 class NoTieBreak:

@@ -1,8 +1,9 @@
 """bench/vs_peers.py's pure parts: where rows are stored, which stored rows can be reused, the
 per-seed table, per system the mean test gain with a sign test over seeds, and the learning table:
 per benchmark its headroom (bench/headroom.py's rows: the best reference skill's mean test score
-less the empty skill's), each system's mean test gain and the share of the headroom it recovered
-(gain / headroom), its calls, and skillgrad against each peer seed by seed (a sign test)."""
+less the empty skill's), each system's mean test gain over the empty skill and the share of the
+headroom it recovered (gain / headroom), its calls, and skillgrad against each peer seed by seed
+(a sign test)."""
 
 from __future__ import annotations
 
@@ -147,10 +148,27 @@ def share(gain_value: float, room: float | None) -> float | None:
     return gain_value / room if room is not None and room > 1e-9 else None
 
 
-def versus(ours: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]]) -> tuple[int, int, float]:
-    """Skillgrad against a peer on the seeds both ran: (seeds skillgrad gained more, fewer, sign p)."""
-    mine = {r["seed"]: gain(r) for r in ours}
-    return sign_test([mine[r["seed"]] - gain(r) for r in theirs if r["seed"] in mine])
+def versus(
+    ours: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]]
+) -> tuple[int, int, float]:
+    """Skillgrad against a peer on the seeds both ran, by the test score each reached on the same
+    items: (seeds skillgrad scored higher, lower, sign p)."""
+    mine = {r["seed"]: float(r["test_after"]) for r in ours}
+    return sign_test([mine[r["seed"]] - float(r["test_after"]) for r in theirs if r["seed"] in mine])
+
+
+def empty_scores(head: Iterable[Mapping[str, Any]]) -> dict[int, float]:
+    """Per seed, the empty skill's test score of bench/headroom.py's rows (one benchmark's)."""
+    return {h["seed"]: h["references"]["empty"]["score"] for h in head if "empty" in h["references"]}
+
+
+def common_gain(row: Mapping[str, Any], empties: Mapping[int, float]) -> float:
+    """The test score a system reached less the empty skill's on the same items: the base the
+    headroom is measured from, the same for every system. A system's own initial skill may start
+    lower (DSPy's zero-shot program answers in its own format: 0.000 on hyperbaton, where the empty
+    skill scores 0.385), and a gain over that start is no part of what a skill can add. Without a
+    headroom row for the seed, the row's own start."""
+    return float(row["test_after"]) - empties.get(row["seed"], float(row["test_before"]))
 
 
 def _model(settings: Mapping[str, Any]) -> str:
@@ -159,9 +177,10 @@ def _model(settings: Mapping[str, Any]) -> str:
 
 def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str, Any]]) -> list[str]:
     """Per target model, benchmark and system: the headroom (over the seeds the system ran), the
-    mean test gain and its share of the headroom, calls, the sign test of its gains, skillgrad
-    against it; then, over benchmarks with headroom >= HEADROOM_BAR, each system's mean gain and
-    share."""
+    mean test gain over the empty skill (`common_gain`) and its share of the headroom, the scores
+    it started and ended at and its gain over its own start, calls, the sign test of its gains,
+    skillgrad against it by the score reached; then, over benchmarks with headroom >=
+    HEADROOM_BAR, each system's mean gain and share."""
     rooms: dict[str, list[Mapping[str, Any]]] = {}
     for h in head:
         rooms.setdefault(_key(h), []).append(h)
@@ -170,9 +189,9 @@ def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str
         groups.setdefault((_key(r), r["system"]), []).append(r)
     lines = [
         "| target | benchmark | headroom (best reference) | system | seeds | mean test gain | share "
-        "| mean test before -> after | mean target calls | mean optimizer calls | seeds up / down (p) "
-        "| skillgrad better / worse (p) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| mean test before -> after | gain over its own start | mean target calls "
+        "| mean optimizer calls | seeds up / down (p) | skillgrad better / worse (p) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     order = {name: i for i, name in enumerate(SYSTEMS)}
     over_bar: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
@@ -180,8 +199,9 @@ def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str
         first = group[0]
         # the headroom of the seeds this system ran: another seed's items are other test items
         seeds = {r["seed"] for r in group}
-        room = headroom([h for h in rooms.get(key, []) if h["seed"] in seeds])
-        gains = [gain(r) for r in group]
+        ran = [h for h in rooms.get(key, []) if h["seed"] in seeds]
+        room, empties = headroom(ran), empty_scores(ran)
+        gains = [common_gain(r, empties) for r in group]
         mean_gain = sum(gains) / len(gains)
         up, down, p = sign_test(gains)
         vs = "-"
@@ -191,15 +211,13 @@ def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str
         part = share(mean_gain, room[0] if room else None)
         if room and room[0] >= HEADROOM_BAR:
             over_bar.setdefault((_model(first["settings"]), system), []).append((mean_gain, part))
-        # each system's gain is over its own initial skill (DSPy's zero-shot program answers in its
-        # own format), so the scores it starts and ends at are shown beside the gain
         means = [sum(r[k] for r in group) / len(group) for k in ("test_before", "test_after")]
         calls = [sum(r[k] for r in group) / len(group) for k in ("target_calls", "optimizer_calls")]
         lines.append(
             f"| {_model(first['settings'])} | {first['benchmark']} | "
             f"{f'{room[0]:.3f} ({room[1]})' if room else '-'} | {system} | {len(group)} | "
             f"{mean_gain:+.3f} | {_num(part, 2)} | {means[0]:.3f} -> {means[1]:.3f} | "
-            f"{calls[0]:.1f} | {calls[1]:.1f} | "
+            f"{means[1] - means[0]:+.3f} | {calls[0]:.1f} | {calls[1]:.1f} | "
             f"{up} / {down} ({p:.3f}) | {vs} |"
         )
     return [*lines, "", *_bar_table(over_bar)]

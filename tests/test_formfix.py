@@ -6,7 +6,11 @@ from __future__ import annotations
 from skillgrad.benchmarks.bbh import score_target
 from skillgrad.benchmarks.scoring import score_numeric
 from skillgrad.demos import demo_from_task, with_demos
+from skillgrad.loop.example_edits import ExampleWriter
 from skillgrad.loop.formfix import FORM_FIX_MINIBATCH, FORM_FIXES, pick_examples
+from skillgrad.loop.patch_merge import MergedEdit
+from skillgrad.loop.selection import select_valid
+from skillgrad.package.doc import open_skill, skill_demos
 from skillgrad.values import AgentResult, Rollout, Task
 
 RULE = "Reply with the label of the right option alone, in parentheses, for example (C); no other words."
@@ -71,22 +75,81 @@ def test_the_examples_keep_the_expected_labels_balanced() -> None:
 
 def test_the_examples_pull_against_the_answer_the_target_gives_wrongly() -> None:
     batch = step(["(B) 12/26/1951"] * 6)  # (B) is wrong on d0 d1 d3 d4: it counts as shown four times
-    assert pick_examples(batch, 3, set()) == ["d0", "d4", "d1"]  # (A) (C) (A): no (B) yet
-    assert pick_examples(batch, 6, set()) == ["d0", "d4", "d1", "d3", "d2", "d5"]
+    assert pick_examples(batch, 2, set()) == ["d0", "d4"]  # (A) (C): no (B) yet
+    # three labels, three examples: one each, (B) last; six: two each, then what is left
+    assert pick_examples(batch, 3, set()) == ["d0", "d4", "d2"]
+    assert pick_examples(batch, 6, set()) == ["d0", "d4", "d1", "d2", "d5", "d3"]
     right = step(["(A) x", "(A) y", "(B) z", "(A) w", "(C) v", "(B) u"])  # labels right: nothing counts
     assert pick_examples(right, 3, set()) == ["d0", "d2", "d4"]
     ambiguous = [exact(date(i, label), "(C) Ambiguous") for i, label in enumerate(["(A)", "(B)", "(C)"])]
     assert pick_examples(ambiguous, 2, set()) == ["d0", "d1"]  # "(C) Ambiguous" gives (C)
 
 
+def test_no_label_holds_more_than_an_even_share_of_the_examples() -> None:
+    """The target's bias pulls the examples to the other labels, but never to a majority of one:
+    after examples (B) (B) (B) (A) the 1.5B answered (B) to 30 of 32 disambiguation_qa tasks."""
+    tasks = [date(i, label) for i, label in enumerate(["(B)", "(A)", "(B)", "(C)", "(B)", "(A)"])]
+    biased = [exact(t, "(C) Ambiguous") for t in tasks]  # (C) wrong on five tasks, (A) never given
+    assert pick_examples(biased, 4, set()) == ["d0", "d1", "d2", "d5"]  # (B) (A) (B) (A), not (B) x3
+    assert pick_examples(biased, 2, {"d0", "d2"}, ["(B)", "(B)"]) == ["d1", "d5"]  # the held (B)s count
+    only_b = [exact(t, "(C) Ambiguous") for t in (tasks[0], tasks[2], tasks[4])]
+    assert pick_examples(only_b, 3, set()) == ["d0", "d2", "d4"]  # no other label left: the room is filled
+
+
 def test_a_label_the_step_lacks_is_drawn_from_the_rest_of_train() -> None:
     tasks = [date(i, label) for i, label in enumerate(["(B)", "(B)", "(B)", "(A)", "(C)", "(A)"])]
     batch = [exact(t, "(C) Ambiguous") for t in tasks[:3]]  # the step: (B) x3, all answered (C)
-    # (C) counts as shown three times: (B) then (A) of train, (B), (A), then the step's last (B)
-    assert pick_examples(batch, 5, set(), train=tasks) == ["d0", "d3", "d1", "d5", "d2"]
-    assert pick_examples(batch, 2, {"d3"}, ["(A)"], train=tasks) == ["d0", "d1"]  # held ids are not drawn
+    # (C) counts as shown three times: (B) then (A) of train, (B), (A), then (C): two of each at most
+    assert pick_examples(batch, 5, set(), train=tasks) == ["d0", "d3", "d1", "d5", "d4"]
+    # held ids are not drawn; with the held (A), three examples: one of each label
+    assert pick_examples(batch, 2, {"d3"}, ["(A)"], train=tasks) == ["d0", "d4"]
     patch = FORM_FIXES["examples"].propose("", batch, 4, tasks)
     assert patch is not None and [e.content for e in patch.edits][1:] == ["d0", "d3", "d1", "d5"]
+
+
+HELD = [date(10 + i, label) for i, label in enumerate(["(B)", "(B)", "(A)", "(B)"])]
+BIASED = with_demos(RULE + "\n", [demo_from_task(t) for t in HELD])  # (B) x3 at the cap of 4
+
+
+def test_at_the_cap_an_example_of_the_label_the_target_gives_wrongly_is_swapped() -> None:
+    """(B) answered to every task, wrongly on d0 d1 d3 d4: the last (B) example gives way to a task
+    of the label shown least, (C) (held 0 times, given wrongly 0 times)."""
+    batch = step(["(B)"] * 6)
+    patch = FORM_FIXES["examples"].propose(BIASED, batch, 4)
+    assert patch is not None and patch.minibatch == FORM_FIX_MINIBATCH and patch.failures == 4
+    [edit] = patch.edits
+    assert (edit.op, edit.target, edit.content) == ("replace_example", "d13", "d4")
+    assert edit.rationale == (
+        "form fix: the target answered (B) wrongly on 4 of 6 tasks of the step, "
+        "and 3 of the 4 examples show (B)"
+    )
+    train = [*TASKS, *HELD]
+    writer = ExampleWriter(lambda split: train if split == "train" else [], batch, 2000)
+    chosen = select_valid(
+        [MergedEdit(edit, 1, 4)],
+        BIASED,
+        1,
+        rejected=[],
+        copied=lambda _e: False,
+        write_example=writer,
+        max_examples=4,
+    )
+    candidate, _ = open_skill(BIASED).apply([m.edit for m in chosen.selected])
+    assert [(d.task_id, d.answer) for d in skill_demos(candidate.text)] == [
+        ("d10", "(B)"),
+        ("d11", "(B)"),
+        ("d12", "(A)"),
+        ("d4", "(C)"),
+    ]
+    assert FORM_FIXES["rule"].propose(BIASED, batch, 4) is None  # the rule alone never touches examples
+
+
+def test_no_swap_with_room_left_a_scattered_miss_or_no_example_of_the_wrong_label() -> None:
+    assert FORM_FIXES["examples"].propose(BIASED, step(["(B)"] * 6), 5) is None  # room: no swap
+    scattered = step(["(B)", "(C)", "(B)", "(A)", "(C)", "(B)"])  # (B) and (C) wrong once each
+    assert FORM_FIXES["examples"].propose(BIASED, scattered, 4) is None
+    balanced = with_demos(RULE + "\n", [demo_from_task(t) for t in (HELD[2], TASKS[2], TASKS[5])])
+    assert FORM_FIXES["examples"].propose(balanced, step(["(C)"] * 6), 3) is None  # no (C) example
 
 
 def test_no_fix_where_answers_of_another_form_pass_or_already_have_the_form() -> None:

@@ -11,7 +11,11 @@ edit, so a fix that does not help is rejected like one; they rank first (they ar
 failure of the step), and the copy guards do not apply to them: the rule is skillgrad's template,
 the examples are written from train tasks by `ExampleWriter`.
 
-    examples  the rule and up to skill.max_examples worked examples (the default)
+At a later step, with the examples at their cap and the answers in the form, the target's wrong
+answers may still lean on one label, often the one the examples show most: `rebalance` swaps one
+example of that label for a task of the label shown least, and the gate judges the swap.
+
+    examples  the rule, up to skill.max_examples worked examples, the swap (the default)
     rule      the rule alone
     none      nothing: only the analysts propose
 """
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from skillgrad.loop.patch_merge import Patch
-from skillgrad.loop.shapes import form_report, named_answer
+from skillgrad.loop.shapes import form_report, form_rule, named_answer
 from skillgrad.package.doc import skill_demos
 from skillgrad.package.install import skill_prompt_text
 from skillgrad.skilldoc import END_ANCHOR, Edit, normalize_text
@@ -43,6 +47,21 @@ class FormFix(Protocol):
         ...
 
 
+def expected_label(rollout: Rollout) -> str:
+    return normalize_text(rollout.task.answers[0])
+
+
+def wrong_labels(batch: Sequence[Rollout], labels: set[str]) -> Counter[str]:
+    """How often the step's answers give another of `labels` (normalized) than their task's: "(C)
+    Ambiguous" to a task of (A) counts for (C)."""
+    wrong: Counter[str] = Counter()
+    for r in batch:
+        given = named_answer(r.result.answer, labels)
+        if r.task.answers and given is not None and given != expected_label(r):
+            wrong[given] += 1
+    return wrong
+
+
 def pick_examples(
     batch: Sequence[Rollout],
     room: int,
@@ -58,8 +77,12 @@ def pick_examples(
     than its task's: the target's own bias counts as shown, so the examples pull against it (the
     1.5B answered "(C) Ambiguous" to 30 of 32 disambiguation_qa tasks; four examples (B) (C) (C)
     (A) kept it at (B) or (C) on every test task, (B) (B) (A) (A) had it answer 22 right). A label
-    the step lacks is drawn from the rest of train. Between equally shown answers: a task the target
-    passed with full marks first (its entry is its own reply), then the step's order, then train's."""
+    the step lacks is drawn from the rest of train. No label is given more examples than an even
+    share of the examples held and picked (3 labels, 4 examples: 2 at most) while another label is
+    left: the 1.5B answers the examples' majority label, (B) to 30 of 32 disambiguation_qa tasks
+    after examples (B) (B) (B) (A), which pulling against its "(C) Ambiguous" had picked. Between
+    equally shown answers: a task the target passed with full marks first (its entry is its own
+    reply), then the step's order, then train's."""
 
     def label(task: Task) -> str:
         return normalize_text(task.answers[0])
@@ -72,18 +95,49 @@ def pick_examples(
         *(t for t in train if t.answers and t.id not in taken and t.id not in step_ids),
     ]
     labels = {label(t) for t in [*in_step, *train] if t.answers}
-    shown = Counter(normalize_text(answer) for answer in held_answers)
-    for r in batch:
-        given = named_answer(r.result.answer, labels)
-        if r.task.answers and given is not None and given != label(r.task):
-            shown[given] += 1
+    shown = Counter(normalize_text(answer) for answer in held_answers) + wrong_labels(batch, labels)
+    held = Counter(normalize_text(answer) for answer in held_answers)
+    cap = -(-(len(held_answers) + room) // max(1, len(labels)))  # as even as the labels allow
     picked: list[str] = []
     while pool and len(picked) < room:
-        task = min(pool, key=lambda t: shown[label(t)])  # first of the least
+        under = [t for t in pool if held[label(t)] < cap] or pool  # else: fill the room anyway
+        task = min(under, key=lambda t: shown[label(t)])  # first of the least
         pool.remove(task)
         picked.append(task.id)
         shown[label(task)] += 1
+        held[label(task)] += 1
     return picked
+
+
+def rebalance(skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch | None:
+    """With the examples at their cap and the step's answers in the expected form: where the target
+    gave one wrong label on two tasks or more and the examples show that label, the last such
+    example replaced by a task of the step whose label is shown least (the examples held and the
+    wrong answers counted, as `pick_examples` counts them), a failed one first. The 1.5B answers
+    the examples' majority label: (B) to 30 of 32 disambiguation_qa tasks after examples (B) (B)
+    (B) (A). One example a step; the gate judges it like any edit. None: nothing to swap."""
+    held = skill_demos(skill)
+    expected = [r.task.answers[0] for r in batch if r.task.answers]
+    if not held or len(held) < max_examples or form_rule(expected) is None:
+        return None
+    wrong = wrong_labels(batch, {normalize_text(a) for a in expected})
+    if not wrong or (top := wrong.most_common(1)[0])[1] < 2:
+        return None
+    label, count = top
+    of_label = [d for d in held if normalize_text(d.answer) == label]
+    taken = {d.task_id for d in held}
+    shown = Counter(normalize_text(d.answer) for d in held) + wrong
+    pool = [r for r in batch if r.task.answers and r.task.id not in taken and expected_label(r) != label]
+    if not of_label or not pool:
+        return None
+    pick = min(pool, key=lambda r: (shown[expected_label(r)], r.score.passed))  # first of the least
+    name = of_label[-1].answer.strip()  # as the skill shows it, not normalized
+    why = (
+        f"form fix: the target answered {name} wrongly on {count} of {len(batch)} tasks of the step, "
+        f"and {len(of_label)} of the {len(held)} examples show {name}"
+    )
+    edit = Edit("replace_example", of_label[-1].task_id, pick.task.id, why)
+    return Patch(FORM_FIX_MINIBATCH, [edit], count)
 
 
 @dataclass(frozen=True)
@@ -97,7 +151,7 @@ class RuleAndExamples:
     ) -> Patch | None:
         report = form_report(batch)
         if report is None or not report.is_problem():
-            return None
+            return rebalance(skill, batch, max_examples) if self.examples else None
         why = (
             f"form fix: {report.off_failed} of {report.total} answers of the step failed and were "
             f"not {report.expected_shape}"

@@ -13,7 +13,9 @@ import json
 from pathlib import Path
 
 from skillgrad.backends.chat_agent import task_prompt
-from skillgrad.demos import parse_demos
+from skillgrad.benchmarks.catalog import load_benchmark
+from skillgrad.config import load_config
+from skillgrad.demos import demo_from_task, parse_demos, with_demos
 from skillgrad.values import Task
 from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, text
 from tests.test_train_e2e import FAKE_KEY, history, is_optimizer, read_json, skillgrad
@@ -232,3 +234,57 @@ def test_a_val_tie_goes_to_the_candidate_whose_answers_hold_the_form(tmp_path: P
     gate = read_json(kept / "steps" / "0001" / "gate.json")
     assert gate["accepted"] is False and gate["reason"] == "validation 0.0000 ties current 0.0000"
     assert (kept / "best_skill.md").read_text(encoding="utf-8") == ""
+
+
+def copies_the_majority(request: Request) -> str:
+    """A target that answers the label most of its worked examples show, where one label holds
+    more than half of them (the 1.5B answered (B) to 30 of 32 disambiguation_qa tasks after
+    examples (B) (B) (B) (A)), and the right label otherwise."""
+    label = target_reply(request)[:3]
+    shown = [m["content"].strip() for m in request.messages[1:-1] if m.get("role") == "assistant"]
+    top = max(sorted(set(shown)), key=shown.count, default=None)
+    return top if top is not None and 2 * shown.count(top) > len(shown) else label
+
+
+def test_an_example_of_the_label_the_target_gives_wrongly_is_swapped_and_passes_the_gate(
+    tmp_path: Path,
+) -> None:
+    """An initial skill whose four examples are (B) (B) (B) and one (D): the target answers (B) to
+    every task, in form, so no rule is due. At the step whose answers give (B) wrongly twice, the
+    form fix swaps the last (B) example for a task of the step of the label shown least, and the
+    gate keeps the swap: no label holds the majority, and the target answers right."""
+    data = tmp_path / "dates.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    sizes = ["benchmark.train_size=6", "benchmark.val_size=6", "benchmark.test_size=4", "benchmark.seed=1"]
+    train_tasks = load_benchmark(load_config(None, ["benchmark.name=bbh", f"benchmark.data={data}", *sizes]))
+    tasks = train_tasks.load("train")
+    b_tasks = [t for t in tasks if t.answers[0] == "(B)"]
+    d_task = next(t for t in tasks if t.answers[0] == "(D)")
+    assert len(b_tasks) == 3  # seed 1's train split: (D) (B) (D) (B) (B) (A)
+    initial = tmp_path / "skill.md"
+    initial.write_text(with_demos(RULE + "\n", [demo_from_task(t) for t in [*b_tasks, d_task]]), "utf-8")
+    out, _ = train(
+        tmp_path,
+        lambda request: [],
+        f"skill.init={initial}",
+        "train.batch_size=3",
+        "train.minibatch_size=3",
+        target=copies_the_majority,
+    )
+    labels = {t.id: t.answers[0] for t in tasks}
+    held = {t.id for t in [*b_tasks, d_task]}
+    swaps = [
+        (step, fix)
+        for step in ("0001", "0002")
+        for fix in read_json(out / "steps" / step / "merged_patch.json")["form_fix"]
+    ]
+    assert len(swaps) == 1
+    step, swap = swaps[0]
+    assert (swap["op"], swap["target"]) == ("replace_example", b_tasks[-1].id)
+    assert swap["content"] in labels and swap["content"] not in held and labels[swap["content"]] != "(B)"
+    assert swap["rationale"].startswith("form fix: the target answered (B) wrongly on ")
+    assert read_json(out / "steps" / step / "gate.json")["accepted"] is True
+    summary = read_json(out / "summary.json")
+    assert summary["baseline_val_score"] == 2 / 6 and summary["best_val_score"] == 1.0
+    demos = parse_demos((out / "best_skill.md").read_text(encoding="utf-8"))
+    assert [d.task_id for d in demos] == [b_tasks[0].id, b_tasks[1].id, swap["content"], d_task.id]

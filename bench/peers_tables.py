@@ -148,9 +148,7 @@ def share(gain_value: float, room: float | None) -> float | None:
     return gain_value / room if room is not None and room > 1e-9 else None
 
 
-def versus(
-    ours: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]]
-) -> tuple[int, int, float]:
+def versus(ours: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]]) -> tuple[int, int, float]:
     """Skillgrad against a peer on the seeds both ran, by the test score each reached on the same
     items: (seeds skillgrad scored higher, lower, sign p)."""
     mine = {r["seed"]: float(r["test_after"]) for r in ours}

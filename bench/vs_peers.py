@@ -51,8 +51,9 @@ that system finishes; a row already there is not run again (one made with other 
 run: pass another --out), so later calls extend the table. `--reuse DIR` copies the rows of systems
 not in --systems from DIR (same settings and budget, or it stops and says which differ). `--set
 k=v` goes to skillgrad alone. Prints the learning table (bench/peers_tables.py: per benchmark the
-headroom from --headroom's rows, each system's mean test gain over its own initial skill, its
-share of the headroom, the mean test scores it starts and ends at, calls, sign tests), then per
+headroom from --headroom's rows, each system's mean test gain over the empty skill's score on the
+same items (the headroom's base), its share of the headroom, the mean test scores it starts and
+ends at and its gain over its own initial skill, calls, sign tests), then per
 benchmark and seed the baseline / best val, test before -> after, target and optimizer calls,
 tokens and wall, then per benchmark and system the mean test gain and a two-sided sign test over
 seeds.

@@ -47,8 +47,9 @@ class FormFix(Protocol):
         ...
 
 
-def expected_label(rollout: Rollout) -> str:
-    return normalize_text(rollout.task.answers[0])
+def task_label(task: Task) -> str:
+    """A task's first expected answer, normalized (`skilldoc.normalize_text`)."""
+    return normalize_text(task.answers[0])
 
 
 def wrong_labels(batch: Sequence[Rollout], labels: set[str]) -> Counter[str]:
@@ -57,7 +58,7 @@ def wrong_labels(batch: Sequence[Rollout], labels: set[str]) -> Counter[str]:
     wrong: Counter[str] = Counter()
     for r in batch:
         given = named_answer(r.result.answer, labels)
-        if r.task.answers and given is not None and given != expected_label(r):
+        if r.task.answers and given is not None and given != task_label(r.task):
             wrong[given] += 1
     return wrong
 
@@ -83,10 +84,6 @@ def pick_examples(
     after examples (B) (B) (B) (A), which pulling against its "(C) Ambiguous" had picked. Between
     equally shown answers: a task the target passed with full marks first (its entry is its own
     reply), then the step's order, then train's."""
-
-    def label(task: Task) -> str:
-        return normalize_text(task.answers[0])
-
     in_step = [r.task for r in batch if r.task.answers]
     passed = {r.task.id for r in batch if r.score.passed and r.score.value >= 1.0}
     step_ids = {t.id for t in in_step}
@@ -94,18 +91,18 @@ def pick_examples(
         *sorted((t for t in in_step if t.id not in taken), key=lambda t: t.id not in passed),
         *(t for t in train if t.answers and t.id not in taken and t.id not in step_ids),
     ]
-    labels = {label(t) for t in [*in_step, *train] if t.answers}
-    shown = Counter(normalize_text(answer) for answer in held_answers) + wrong_labels(batch, labels)
+    labels = {task_label(t) for t in [*in_step, *train] if t.answers}
     held = Counter(normalize_text(answer) for answer in held_answers)
+    shown = held + wrong_labels(batch, labels)
     cap = -(-(len(held_answers) + room) // max(1, len(labels)))  # as even as the labels allow
     picked: list[str] = []
     while pool and len(picked) < room:
-        under = [t for t in pool if held[label(t)] < cap] or pool  # else: fill the room anyway
-        task = min(under, key=lambda t: shown[label(t)])  # first of the least
+        under = [t for t in pool if held[task_label(t)] < cap] or pool  # else: fill the room anyway
+        task = min(under, key=lambda t: shown[task_label(t)])  # first of the least
         pool.remove(task)
         picked.append(task.id)
-        shown[label(task)] += 1
-        held[label(task)] += 1
+        shown[task_label(task)] += 1
+        held[task_label(task)] += 1
     return picked
 
 
@@ -127,10 +124,10 @@ def rebalance(skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch 
     of_label = [d for d in held if normalize_text(d.answer) == label]
     taken = {d.task_id for d in held}
     shown = Counter(normalize_text(d.answer) for d in held) + wrong
-    pool = [r for r in batch if r.task.answers and r.task.id not in taken and expected_label(r) != label]
+    pool = [r for r in batch if r.task.answers and r.task.id not in taken and task_label(r.task) != label]
     if not of_label or not pool:
         return None
-    pick = min(pool, key=lambda r: (shown[expected_label(r)], r.score.passed))  # first of the least
+    pick = min(pool, key=lambda r: (shown[task_label(r.task)], r.score.passed))  # first of the least
     name = of_label[-1].answer.strip()  # as the skill shows it, not normalized
     why = (
         f"form fix: the target answered {name} wrongly on {count} of {len(batch)} tasks of the step, "

@@ -237,3 +237,28 @@ def _bar_table(over_bar: Mapping[tuple[str, str], list[tuple[float, float | None
             f"{_num(mean_share, 2)} |"
         )
     return lines
+
+
+def change_table(now: Iterable[Mapping[str, Any]], before: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Skillgrad's rows against an earlier set of its rows (another commit, another config) on the
+    benchmarks and seeds both have with the same test settings: per benchmark the mean test score
+    each reached, the mean change, the seeds better / worse / equal and a two-sided sign test; then
+    the same over every pair."""
+    earlier = {(_key(r), r["seed"]): r for r in before if r["system"] == "skillgrad"}
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for r in now:
+        if r["system"] == "skillgrad" and (old := earlier.get((_key(r), r["seed"]))):
+            pairs.setdefault(r["benchmark"], []).append((float(old["test_after"]), float(r["test_after"])))
+    lines = [
+        "| benchmark | seeds | mean test before the change | after | change | better / worse / equal (p) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    everything = [pair for key in sorted(pairs) for pair in pairs[key]]
+    for name, group in [*sorted(pairs.items()), *([("all", everything)] if everything else [])]:
+        old_mean, new_mean = (sum(p[i] for p in group) / len(group) for i in (0, 1))
+        up, down, p = sign_test([b - a for a, b in group])
+        lines.append(
+            f"| {name} | {len(group)} | {old_mean:.3f} | {new_mean:.3f} | {new_mean - old_mean:+.3f} | "
+            f"{up} / {down} / {len(group) - up - down} ({p:.3f}) |"
+        )
+    return lines

@@ -10,6 +10,8 @@ models, same budget of target calls, one served address.
         --set optimizer.search=frontier
     # the tables of the stored rows, the learning table first (bench/headroom.py's rows):
     python bench/vs_peers.py --table-only --out docs/vs_peers_q15 --headroom docs/headroom
+    # skillgrad's rows against an earlier --out of its rows (another commit), seed by seed:
+    python bench/vs_peers.py --table-only --out NEW --compare docs/vs_peers_q15
 
 Benchmarks: bench/peers_bench.py's registry (searchqa, hotpotqa, gsm8k and every BBH task as
 bbh_<task>; `--benchmarks all` or `bbh` for the groups). Per seed N: `benchmark.seed=N` picks 12
@@ -91,6 +93,7 @@ from peers_dspy import DSPY_SPEC  # noqa: E402
 from peers_server import Served  # noqa: E402
 from peers_tables import (  # noqa: E402
     SYSTEMS,
+    change_table,
     headroom_rows,
     learning_table,
     read_row,
@@ -263,6 +266,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--table-only", action="store_true", help="print the stored rows' tables, run nothing"
     )
+    parser.add_argument(
+        "--compare", type=Path, help="an earlier --out: skillgrad's rows there against --out's, seed by seed"
+    )
     args = parser.parse_args(argv)
     args.benchmarks = expand(args.benchmarks)
     if not args.table_only:
@@ -320,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     kept = [r for r in rows if r["settings"].get("test_size", MIN_TEST_ITEMS) >= MIN_TEST_ITEMS]  # no smoke
     learning = learning_table(headroom_rows(args.headroom, args.benchmarks), kept)
     print("\n".join(["", *learning, "", *seed_table(rows), "", *summary_table(rows)]))
+    if args.compare is not None:
+        earlier = stored_rows(argparse.Namespace(**{**vars(args), "out": args.compare.resolve()}))
+        print("\n".join(["", *change_table(kept, earlier)]))
     return 0
 
 

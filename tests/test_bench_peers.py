@@ -338,6 +338,19 @@ def test_the_learning_table_reports_each_systems_share_of_the_headroom_and_sign_
     assert pt.share(0.1, 0.0) is None and pt.share(0.1, None) is None and pt.share(0.1, 0.2) == 0.5
 
 
+def test_the_change_table_pairs_skillgrads_rows_with_earlier_ones_seed_by_seed() -> None:
+    before = [peer_row("skillgrad", s, 0.0, a) for s, a in ((0, 0.25), (1, 0.5), (2, 0.25))]
+    before += [peer_row("dspy", 0, 0.0, 0.75), peer_row("skillgrad", 3, 0.0, 0.5, model="q05.gguf (4 bytes)")]
+    now = [peer_row("skillgrad", s, 0.0, a) for s, a in ((0, 0.5), (1, 0.5), (2, 0.125), (4, 1.0))]
+    now += [peer_row("skillgrad", 3, 0.0, 0.75)]  # another target than the earlier seed 3: no pair
+    lines = pt.change_table(now, before)
+    assert lines[2:] == [
+        "| bbh_date | 3 | 0.333 | 0.375 | +0.042 | 1 / 1 / 1 (1.000) |",
+        "| all | 3 | 0.333 | 0.375 | +0.042 | 1 / 1 / 1 (1.000) |",
+    ]
+    assert pt.change_table(now, []) == lines[:2]
+
+
 def test_a_kept_row_of_other_settings_stops_the_run(tmp_path: Path) -> None:
     args = bench_args(tmp_path, out=tmp_path / "rows", reuse=None, systems=["skillgrad"], set=[], label="")
     count_items(tmp_path)

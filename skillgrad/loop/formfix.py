@@ -41,9 +41,9 @@ class FormFix(Protocol):
     def propose(
         self, skill: str, batch: Sequence[Rollout], max_examples: int, train: Sequence[Task] = ()
     ) -> Patch | None:
-        """The fix's edits for this step (None: the step shows no form problem, or nothing is
-        left to add); `train`: every train task, for examples of labels the step lacks. Pure:
-        never raises for a step's content."""
+        """The fix's edits for this step (None: the step shows no form problem and no example
+        to swap, or nothing is left to add); `train`: every train task, for examples of labels
+        the step lacks. Pure: never raises for a step's content."""
         ...
 
 

@@ -294,12 +294,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def stored_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+def stored_rows(out: Path, benchmarks: list[str], seeds: list[int]) -> list[dict[str, Any]]:
     rows = []
-    for key in args.benchmarks:
-        for seed in args.seeds:
+    for key in benchmarks:
+        for seed in seeds:
             for system in SYSTEMS:
-                row = read_row(row_path(args.out, key, seed, system))
+                row = read_row(row_path(out, key, seed, system))
                 if row is not None:
                     rows.append(row)
     return rows
@@ -322,12 +322,12 @@ def main(argv: list[str] | None = None) -> int:
                 served.router.caps["target"] = BENCHMARKS[key].target_cap
                 for seed in args.seeds:
                     run_seed(args, key, seed, served, tools)
-    rows = stored_rows(args)
+    rows = stored_rows(args.out, args.benchmarks, args.seeds)
     kept = [r for r in rows if r["settings"].get("test_size", MIN_TEST_ITEMS) >= MIN_TEST_ITEMS]  # no smoke
     learning = learning_table(headroom_rows(args.headroom, args.benchmarks), kept)
     print("\n".join(["", *learning, "", *seed_table(rows), "", *summary_table(rows)]))
     if args.compare is not None:
-        earlier = stored_rows(argparse.Namespace(**{**vars(args), "out": args.compare.resolve()}))
+        earlier = stored_rows(args.compare.resolve(), args.benchmarks, args.seeds)
         print("\n".join(["", *change_table(kept, earlier)]))
     return 0
 

@@ -256,8 +256,8 @@ def test_an_example_of_the_label_the_target_gives_wrongly_is_swapped_and_passes_
     data = tmp_path / "dates.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
     sizes = ["benchmark.train_size=6", "benchmark.val_size=6", "benchmark.test_size=4", "benchmark.seed=1"]
-    train_tasks = load_benchmark(load_config(None, ["benchmark.name=bbh", f"benchmark.data={data}", *sizes]))
-    tasks = train_tasks.load("train")
+    bench = load_benchmark(load_config(None, ["benchmark.name=bbh", f"benchmark.data={data}", *sizes]))
+    tasks = bench.load("train")
     b_tasks = [t for t in tasks if t.answers[0] == "(B)"]
     d_task = next(t for t in tasks if t.answers[0] == "(D)")
     assert len(b_tasks) == 3  # seed 1's train split: (D) (B) (D) (B) (B) (A)

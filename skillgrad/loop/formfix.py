@@ -63,6 +63,12 @@ def wrong_labels(batch: Sequence[Rollout], labels: set[str]) -> Counter[str]:
     return wrong
 
 
+def label_counts(held_answers: Sequence[str], wrong: Counter[str]) -> tuple[Counter[str], Counter[str]]:
+    """(each label's examples held, each label shown: held and given wrongly), normalized."""
+    held = Counter(normalize_text(answer) for answer in held_answers)
+    return held, held + wrong
+
+
 def pick_examples(
     batch: Sequence[Rollout],
     room: int,
@@ -92,8 +98,7 @@ def pick_examples(
         *(t for t in train if t.answers and t.id not in taken and t.id not in step_ids),
     ]
     labels = {task_label(t) for t in [*in_step, *train] if t.answers}
-    held = Counter(normalize_text(answer) for answer in held_answers)
-    shown = held + wrong_labels(batch, labels)
+    held, shown = label_counts(held_answers, wrong_labels(batch, labels))
     cap = -(-(len(held_answers) + room) // max(1, len(labels)))  # as even as the labels allow
     picked: list[str] = []
     while pool and len(picked) < room:
@@ -118,15 +123,13 @@ def rebalance(skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch 
     if not held or len(held) < max_examples or form_rule(expected) is None:
         return None
     wrong = wrong_labels(batch, {normalize_text(a) for a in expected})
-    if not wrong or (top := wrong.most_common(1)[0])[1] < 2:
-        return None
-    label, count = top
+    label, count = wrong.most_common(1)[0] if wrong else ("", 0)
     of_label = [d for d in held if normalize_text(d.answer) == label]
     taken = {d.task_id for d in held}
-    shown = Counter(normalize_text(d.answer) for d in held) + wrong
     pool = [r for r in batch if r.task.answers and r.task.id not in taken and task_label(r.task) != label]
-    if not of_label or not pool:
+    if count < 2 or not of_label or not pool:
         return None
+    _, shown = label_counts([d.answer for d in held], wrong)
     pick = min(pool, key=lambda r: (shown[task_label(r.task)], r.score.passed))  # first of the least
     name = of_label[-1].answer.strip()  # as the skill shows it, not normalized
     why = (

@@ -66,6 +66,10 @@ class StructuredOutputError(SkillgradError, RuntimeError):
         self.stage = stage
         self.snippet = snippet
         self.paid = paid or Usage()
+        # The last reply opened a JSON object (bare or fenced) it did not finish as the schema
+        # asks: the model writes the schema, the reply was cut (its output cap) or broke in it,
+        # unlike a model that answers in prose
+        self.began_object = snippet.lstrip().removeprefix("```json").removeprefix("```").lstrip()[:1] == "{"
         detail = f" ({reason})" if reason else ""
         super().__init__(
             f"{backend}: stage '{stage}' returned no schema-valid JSON after retries{detail}; "

@@ -239,6 +239,37 @@ def test_a_step_whose_analysts_reply_without_json_is_skipped_once_an_analyst_ans
     )
 
 
+@pytest.mark.parametrize("fence", ["", "```json\n"])
+def test_a_first_step_whose_analyst_reply_is_cut_inside_its_json_goes_on(tmp_path: Path, fence: str) -> None:
+    """Step 1's analyst opens the JSON object and is cut inside it on every try (a reply run to its
+    cap, as the 1.5B's repeated rationale on hyperbaton seed 4): the step goes on without edits
+    instead of ending the run, and step 2's analyst is asked and its rule validated. A reply in
+    prose on the first step still ends the run (test_invalid_optimizer_json_is_retried_then_reported)."""
+    asked: list[Request] = []
+
+    def handler(request: Request):
+        if is_optimizer(request):
+            asked.append(request)
+            if len(asked) <= 2:
+                return text(fence + '{"edits": [{"op": "add", "target": "", "rationale": "The expected')
+        return world(GOOD_RULE)(request)
+
+    with ScriptedOpenAI(handler) as server:
+        out = tmp_path / "run"
+        cfg = write_config(tmp_path, server, batch_size=2, minibatch_size=2)
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "model.json_retries=1")
+    assert proc.returncode == 0, proc.stderr
+    assert len(asked) == 2 + 1  # step 1: first try + 1 re-ask, both cut; step 2 answered
+    steps = history(out)
+    assert [s["action"] for s in steps] == ["skipped", "accepted"]
+    assert "invalid JSON" in read_json(out / "steps" / "0001" / "reflections" / "mb_00.json")["error"]
+    assert GOOD_RULE in (out / "best_skill.md").read_text(encoding="utf-8")
+    assert read_json(out / "summary.json")["stopped"] == "completed"
+    assert "step 1: every reflection failed, the step goes on without edits" in (out / "train.log").read_text(
+        encoding="utf-8"
+    )
+
+
 def test_rate_limits_and_server_errors_are_retried(tmp_path: Path) -> None:
     failures = iter([rate_limited(), server_error(500), server_error(503)])
 

@@ -85,10 +85,13 @@ class Reflection:
         self, step: int, epoch: int | None, state: TrainState, rollouts: list[Rollout], lr: int
     ) -> list[Patch]:
         """One patch per reflection that answered. When none of them did, the step goes on
-        without the analysts' edits if each of them replied (no schema-valid JSON: a reply cut
-        short by one long prompt, as the 1.5B's was on disambiguation_qa) and an analyst of this
-        run has answered before; otherwise TrainingFailed: an optimizer that never answers, or
-        that cannot be reached, would fail every later step too (`resume` continues the run)."""
+        without the analysts' edits (the form fix may still propose its own) if each of them
+        replied without schema-valid JSON and either an analyst of this run has answered before
+        or every reply opened the JSON object it did not finish: a reply cut short by one long
+        prompt or run to its cap repeating itself, as the 1.5B's were at step 2 of
+        disambiguation_qa and at step 1 of hyperbaton seed 4. Otherwise TrainingFailed: an
+        optimizer that answers in prose from the first step, or cannot be reached, would fail
+        every later step too (`resume` continues the run)."""
         work = reflection_work(rollouts, self.cfg.train.minibatch_size, len(self.chats))
         outcomes = self._pool(step, state, lr, [(*item, False) for item in work], rollouts, epoch=epoch)
         patches = [o for o in outcomes if isinstance(o, Patch)]
@@ -96,8 +99,9 @@ class Reflection:
         errors = [o for o in outcomes if isinstance(o, Exception)]
         if not work or patches:
             return patches
-        replied = all(isinstance(e, StructuredOutputError) for e in errors)
-        if not (replied and state.reflections_answered):
+        unparsed = [e for e in errors if isinstance(e, StructuredOutputError)]
+        cut = all(e.began_object for e in unparsed)
+        if len(unparsed) < len(errors) or not (state.reflections_answered or cut):
             raise TrainingFailed(f"every reflection of step {step} failed; last error: {errors[-1]}")
         self.events.emit(
             "message",

@@ -146,6 +146,7 @@ def test_sign_test_and_tables() -> None:
     assert lines[2].startswith("| bbh_count | 0 | skillgrad | 0.250 | 0.500 | 0.500 -> 0.625 | 48 | 3 |")
     assert [line.split(" | ")[2] for line in lines[2:]] == ["skillgrad", "gepa", "skillgrad"]
     summary = pt.summary_table(rows)
+    assert "| mean gain over its own start |" in summary[0]
     assert summary[2] == "| bbh_count | skillgrad | 2 | +0.188 | 2 / 0 | 0.500 | 3.0 | 200 |"
     assert summary[3] == "| bbh_count | gepa | 1 | +0.000 | 0 / 0 | 1.000 | 3.0 | 200 |"
 

@@ -60,16 +60,21 @@ class StructuredOutputError(SkillgradError, RuntimeError):
     its attempts cost (see `BackendError`)."""
 
     def __init__(
-        self, backend: str, stage: str, snippet: str, reason: str = "", paid: Usage | None = None
+        self,
+        backend: str,
+        stage: str,
+        snippet: str,
+        reason: str = "",
+        paid: Usage | None = None,
+        began_object: bool = False,
     ) -> None:
         self.backend = backend
         self.stage = stage
         self.snippet = snippet
         self.paid = paid or Usage()
-        # The last reply opened a JSON object (bare or fenced) it did not finish as the schema
-        # asks: the model writes the schema, the reply was cut (its output cap) or broke in it,
-        # unlike a model that answers in prose
-        self.began_object = snippet.lstrip().removeprefix("```json").removeprefix("```").lstrip()[:1] == "{"
+        # the last reply opened a JSON object it did not finish as the schema asks (cut at its
+        # output cap, or broken in it), unlike a reply in prose (`structured.opens_object`)
+        self.began_object = began_object
         detail = f" ({reason})" if reason else ""
         super().__init__(
             f"{backend}: stage '{stage}' returned no schema-valid JSON after retries{detail}; "

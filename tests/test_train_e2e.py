@@ -7,6 +7,7 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -210,24 +211,35 @@ def test_invalid_optimizer_json_is_retried_then_reported(tmp_path: Path) -> None
     assert "schema-valid JSON" in error
 
 
-def test_a_step_whose_analysts_reply_without_json_is_skipped_once_an_analyst_answered(tmp_path: Path) -> None:
-    """Step 1's analyst answers (its rule is rejected); step 2's replies are cut JSON after the
-    retries: the step goes on without edits and the run ends with its final test, not an error."""
-    answered: list[Request] = []
+def train_with_cut_replies(
+    tmp_path: Path, rule: str, cut_reply: Callable[[int], str | None]
+) -> tuple[subprocess.CompletedProcess[str], Path, int]:
+    """`skillgrad train` over 2 steps of 2 tasks (one JSON re-ask) whose n-th analyst call (from
+    1) replies `cut_reply(n)` when that is a text, else proposes `rule`; (the process, its run
+    folder, the analyst calls)."""
+    asked: list[Request] = []
 
     def handler(request: Request):
         if is_optimizer(request):
-            answered.append(request)
-            if len(answered) > 1:
-                return text('{"edits": [{"op": "add", "target": "", "content": "Reply with')
-        return world(BAD_RULE)(request)
+            asked.append(request)
+            if (reply := cut_reply(len(asked))) is not None:
+                return text(reply)
+        return world(rule)(request)
 
     with ScriptedOpenAI(handler) as server:
         out = tmp_path / "run"
         cfg = write_config(tmp_path, server, batch_size=2, minibatch_size=2)
         proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "model.json_retries=1")
+    return proc, out, len(asked)
+
+
+def test_a_step_whose_analysts_reply_without_json_is_skipped_once_an_analyst_answered(tmp_path: Path) -> None:
+    """Step 1's analyst answers (its rule is rejected); step 2's replies are cut JSON after the
+    retries: the step goes on without edits and the run ends with its final test, not an error."""
+    cut = '{"edits": [{"op": "add", "target": "", "content": "Reply with'
+    proc, out, asked = train_with_cut_replies(tmp_path, BAD_RULE, lambda n: cut if n > 1 else None)
     assert proc.returncode == 0, proc.stderr
-    assert len(answered) == 1 + 2  # step 1 answered; step 2: first try + 1 re-ask
+    assert asked == 1 + 2  # step 1 answered; step 2: first try + 1 re-ask
     steps = history(out)
     assert [s["action"] for s in steps] == ["rejected", "skipped"]
     assert "schema-valid JSON" in read_json(out / "steps" / "0002" / "reflections" / "mb_00.json")["error"]
@@ -245,21 +257,10 @@ def test_a_first_step_whose_analyst_reply_is_cut_inside_its_json_goes_on(tmp_pat
     cap, as the 1.5B's repeated rationale on hyperbaton seed 4): the step goes on without edits
     instead of ending the run, and step 2's analyst is asked and its rule validated. A reply in
     prose on the first step still ends the run (test_invalid_optimizer_json_is_retried_then_reported)."""
-    asked: list[Request] = []
-
-    def handler(request: Request):
-        if is_optimizer(request):
-            asked.append(request)
-            if len(asked) <= 2:
-                return text(fence + '{"edits": [{"op": "add", "target": "", "rationale": "The expected')
-        return world(GOOD_RULE)(request)
-
-    with ScriptedOpenAI(handler) as server:
-        out = tmp_path / "run"
-        cfg = write_config(tmp_path, server, batch_size=2, minibatch_size=2)
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "model.json_retries=1")
+    cut = fence + '{"edits": [{"op": "add", "target": "", "rationale": "The expected'
+    proc, out, asked = train_with_cut_replies(tmp_path, GOOD_RULE, lambda n: cut if n <= 2 else None)
     assert proc.returncode == 0, proc.stderr
-    assert len(asked) == 2 + 1  # step 1: first try + 1 re-ask, both cut; step 2 answered
+    assert asked == 2 + 1  # step 1: first try + 1 re-ask, both cut; step 2 answered
     steps = history(out)
     assert [s["action"] for s in steps] == ["skipped", "accepted"]
     assert "invalid JSON" in read_json(out / "steps" / "0001" / "reflections" / "mb_00.json")["error"]

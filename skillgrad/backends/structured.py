@@ -25,6 +25,13 @@ else:
     jsonschema = lazy_import("jsonschema")  # loaded on first use
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+_OPENS_OBJECT = re.compile(r"\s*(?:```(?:json)?\s*)?\{")  # a reply that begins an object, fenced or not
+
+
+def opens_object(text: str) -> bool:
+    """True when `text` begins a JSON object, bare or in a fence: a model that writes the schema,
+    whatever cut or broke its reply after that."""
+    return _OPENS_OBJECT.match(text) is not None
 
 
 def _candidates(text: str) -> list[str]:
@@ -100,4 +107,4 @@ def complete_structured(
             reason = str(exc)
         fix = render("skillgrad.backends", "json_retry", reason=reason, schema=json.dumps(schema))
         convo = [*messages, Message("assistant", text or "(empty reply)"), Message("user", fix)]
-    raise StructuredOutputError(backend, stage, text, reason, paid=usage)
+    raise StructuredOutputError(backend, stage, text, reason, paid=usage, began_object=opens_object(text))

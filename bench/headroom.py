@@ -22,9 +22,10 @@ benchmark's output cap, call cache off), the target served by bench/peers_server
 one by default; no optimizer is served). Each reference is scored with `skillgrad.evaluate` on the
 test split; one identical to a reference already scored on the seed (a `rule` where there is none)
 is not scored again (`same_as`). A reference's calls and tokens are counted at the router. A
-reference with worked examples records how the target was shown them (`examples_shown_as`,
-model.chat_examples' default); one scored another way (rows made before that key: as text) is scored
-again, its earlier score kept as `score_as_text`.
+reference with worked examples records how the target was shown them (`examples_shown_as`:
+backends/chat_agent.EXAMPLES_SHOWN_AS of model.chat_examples' default); one scored another way (rows
+made before that key: as text) is scored again, its earlier score kept as `score_as_<that way>`
+(`score_as_text`, `score_as_turns`: turns that each repeated the closing instruction).
 
 Rows: OUT/<model-label>/<benchmark>/seed<N>.json (OUT: docs/headroom), one per model, benchmark and
 seed, written again after each reference; a reference already in its row is not run again, so a
@@ -42,6 +43,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -70,6 +72,7 @@ from peers_server import Router, Served, usage  # noqa: E402
 from peers_tables import headroom, read_row, sign_test, write_row  # noqa: E402
 
 from skillgrad import evaluate  # noqa: E402
+from skillgrad.backends.chat_agent import EXAMPLES_SHOWN_AS  # noqa: E402
 from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
 from skillgrad.config import load_config  # noqa: E402
 from skillgrad.demos import demo_from_task, with_demos  # noqa: E402
@@ -128,7 +131,7 @@ class Job:
     row: dict[str, Any]
     skills: dict[str, str]
     todo: list[str]
-    shown: str  # how the chat target is shown worked examples (model.chat_examples)
+    shown: str  # how the chat target is shown worked examples (EXAMPLES_SHOWN_AS)
 
 
 def row_settings(spec: Spec, key: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -185,7 +188,7 @@ def plan(args: argparse.Namespace, key: str, seed: int) -> Job:
     if stored is not None and (problem := stale(stored, fresh, skills)):
         raise fail(f"{path}: made with other settings ({problem}); pass another --out")
     row = stored or fresh
-    shown = cfg.model.chat_examples
+    shown = EXAMPLES_SHOWN_AS[cfg.model.chat_examples]
     todo = [
         r for r in args.references if r not in row["references"] or outdated(r, row["references"][r], shown)
     ]
@@ -194,7 +197,7 @@ def plan(args: argparse.Namespace, key: str, seed: int) -> Job:
 
 def outdated(name: str, ref: Mapping[str, Any], shown: str) -> bool:
     """A reference with worked examples scored when the chat target was shown them another way
-    (model.chat_examples; rows made before that key were scored with the examples as text): it is
+    (EXAMPLES_SHOWN_AS; rows made before that key were scored with the examples as text): it is
     scored again. A skill without examples is sent alike both ways."""
     return "demos" in name and ref.get("examples_shown_as", "text") != shown
 
@@ -234,7 +237,7 @@ def score(job: Job, ref: str, args: argparse.Namespace, router: Router) -> dict[
         "target_tokens": counted["target_tokens"],
         "wall_s": round(time.perf_counter() - start, 1),
         "skill_sha": sha(text),
-        **({"examples_shown_as": cfg.model.chat_examples} if "demos" in ref else {}),
+        **({"examples_shown_as": job.shown} if "demos" in ref else {}),
     }
 
 
@@ -246,8 +249,10 @@ def run(args: argparse.Namespace, jobs: list[Job], router: Router) -> None:
             print(f"{args.model_label} {job.key} seed {job.seed}: {ref} ...", file=sys.stderr, flush=True)
             before = job.row["references"].get(ref)
             job.row["references"][ref] = score(job, ref, args, router)
-            if before is not None and "same_as" not in before:  # kept: the score shown the old way
-                job.row["references"][ref]["score_as_text"] = before["score"]
+            if before is not None and "same_as" not in before:  # kept: the scores shown older ways
+                earlier = {k: v for k, v in before.items() if k.startswith("score_as_")}
+                way = re.sub(r"\W+", "_", before.get("examples_shown_as", "text"))
+                job.row["references"][ref].update({**earlier, f"score_as_{way}": before["score"]})
             job.row["commit"] = commit()
             write_row(job.path, job.row)
             print(json.dumps({"benchmark": job.key, "seed": job.seed, ref: job.row["references"][ref]}))

@@ -24,10 +24,13 @@ import headroom as hr  # noqa: E402
 import peers_bench as pb  # noqa: E402
 import peers_server as ps  # noqa: E402
 
+from skillgrad.backends.chat_agent import EXAMPLES_SHOWN_AS  # noqa: E402
 from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
 from skillgrad.config import load_config  # noqa: E402
 from skillgrad.loop.shapes import LETTER, NUMBER, OPTION, answer_shape  # noqa: E402
 from skillgrad.values import AgentResult  # noqa: E402
+
+TURNS = EXAMPLES_SHOWN_AS["turns"]
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -209,7 +212,7 @@ def test_rows_are_the_peers_items_written_per_reference_and_resumed(
     last = target.requests[-32]  # rule+demos1: the rule in the system prompt, the example as turns
     assert RULE in last.system and "Correct reply:" not in last.system
     assert [m["role"] for m in last.messages] == ["system", "user", "assistant", "user"]
-    assert refs["demos2"]["examples_shown_as"] == "turns" and "examples_shown_as" not in refs["empty"]
+    assert refs["demos2"]["examples_shown_as"] == TURNS and "examples_shown_as" not in refs["empty"]
     assert hr.plan(more, "bbh_count", 0).todo == []
 
     # a row made when examples were shown as text: its references with examples are scored again
@@ -221,10 +224,21 @@ def test_rows_are_the_peers_items_written_per_reference_and_resumed(
     assert job.todo == ["demos2"]
     hr.run(more, [job], served)
     redone = json.loads(path.read_text())["references"]["demos2"]
-    assert (redone["score"], redone["score_as_text"], redone["examples_shown_as"]) == (1.0, 0.5, "turns")
+    assert (redone["score"], redone["score_as_text"], redone["examples_shown_as"]) == (1.0, 0.5, TURNS)
     shown = hr.shown_table([json.loads(path.read_text())])
     assert shown[2] == "| t | bbh_count | 0 | demos2 | 0.500 | 1.000 |"
     assert shown[-1].endswith("over 1 pairs: mean +0.500; better 1, worse 0, equal 0 (sign test p 1.000)")
+
+    # one made when each example turn repeated the closing instruction: scored again, both kept
+    old = json.loads(path.read_text())
+    old["references"]["demos2"].update(examples_shown_as="turns", score=0.75)
+    path.write_text(json.dumps(old))
+    job = hr.plan(more, "bbh_count", 0)
+    assert job.todo == ["demos2"]
+    hr.run(more, [job], served)
+    redone = json.loads(path.read_text())["references"]["demos2"]
+    assert (redone["score"], redone["score_as_text"], redone["score_as_turns"]) == (1.0, 0.5, 0.75)
+    assert redone["examples_shown_as"] == TURNS and len(target.requests) == 6 * 32
 
     stored = json.loads(path.read_text())
     stored["settings"]["target_cap"] = 64

@@ -3,6 +3,10 @@
 A skill's worked examples (its examples section, a package's examples.md) reach a chat target as
 earlier turns of the conversation by default (`model.chat_examples: turns`): each example's task as
 a user turn, its reply as the assistant's, before the task itself, the way DSPy sends its demos.
+The task template's closing instruction ("Reply with the answer only.") is said once, in the task's
+own turn, as DSPy's last turn alone carries its instructions: repeated on every example turn, the
+1.5B answered most movie_recommendation test tasks with one label no example showed (29 of 32),
+and without it the same stored skills scored +0.041 on average over 23 (docs/benchmarks.md).
 With the 1.5B, the rule and three examples as turns scored +0.049 over text on average (14 pairs,
 docs/benchmarks.md), four examples alone +0.16 to +0.25 (issue 36). `text` keeps them in the system
 prompt as written. A section that is not skillgrad's own (hand-written in another shape) always
@@ -26,11 +30,21 @@ from skillgrad.templates import render
 from skillgrad.values import AgentResult, Effort, Message, Task
 
 ChatExamples = Literal["turns", "text"]
+# How a chat target is shown a skill's examples, as the rollout cache keys it and bench rows record
+# it: a new spelling whenever what is sent changes (rows and entries of an older form are redone).
+EXAMPLES_SHOWN_AS: dict[ChatExamples, str] = {"text": "text", "turns": "turns, instruction once"}
 
 
 def task_prompt(task: Task) -> str:
     context = f"Context:\n{task.context}\n\n" if task.context else ""
     return render("skillgrad.backends", "chat_target_task", context_block=context, question=task.question)
+
+
+def example_turn(question: str) -> str:
+    """An example's task (written as the target receives a task, `demos.task_as_seen`) as an
+    earlier user turn: without the task template's closing instruction, which the last turn says."""
+    instruction = render("skillgrad.backends", "chat_target_task", context_block="", question="").strip()
+    return question.removesuffix(instruction).rstrip() if instruction else question
 
 
 def _examples_are_ours(skill: str) -> bool:
@@ -51,11 +65,13 @@ def _without_pointer(skill: str) -> str:
 def chat_messages(skill: str, task: Task, examples: ChatExamples = "turns") -> list[Message]:
     """The messages a chat target is sent for `task` with `skill` (a package flattened): the system
     prompt, the skill's worked examples as turns (`examples="turns"`, skillgrad's own section
-    only), then the task."""
+    only, each task without the closing instruction), then the task."""
     demos = skill_demos(skill) if examples == "turns" and _examples_are_ours(skill) else []
     text = skill_prompt_text(_without_pointer(without_demos(skill)) if demos else skill)
     system = render("skillgrad.backends", "chat_target_system", skill=text.strip() or "(empty)")
-    turns = [m for d in demos for m in (Message("user", d.question), Message("assistant", d.answer))]
+    turns = [
+        m for d in demos for m in (Message("user", example_turn(d.question)), Message("assistant", d.answer))
+    ]
     return [Message("system", system), *turns, Message("user", task_prompt(task))]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from skillgrad.backend_specs import spec_for
+from skillgrad.backends.chat_agent import EXAMPLES_SHOWN_AS
 from skillgrad.backends.registry import identity
 from skillgrad.config import Config
 from skillgrad.templates import templates_digest
@@ -63,12 +64,15 @@ def chat_settings(cfg: Config, role: Role = "optimizer", temperature: float | No
 
 def rollout_settings(cfg: Config) -> dict[str, Any]:
     """The target's part of every rollout key (`CachedAgent(settings=...)`): the chat settings,
-    the agent settings of its spec's `cache_keys`, and the templates around the skill and task."""
+    the agent settings of its spec's `cache_keys`, the templates around the skill and task, and
+    for a chat target the form its examples are sent in (the skill holds them, not the form)."""
     spec = spec_for(cfg.model.backend_for("target"))
-    templates = HARNESS_TEMPLATES if spec.harness else CHAT_TARGET_TEMPLATES
+    templates: tuple[tuple[str, str], ...] = HARNESS_TEMPLATES if spec.harness else CHAT_TARGET_TEMPLATES
+    shown = {} if spec.harness else {"examples_shown_as": EXAMPLES_SHOWN_AS[cfg.model.chat_examples]}
     return {
         **_answering(cfg, "target", None),
         **spec.cache_settings(cfg),
+        **shown,
         "templates": templates_digest(templates),
     }
 
@@ -127,7 +131,6 @@ UNKEYED: dict[str, str] = {
     "model.claude_code_timeout_s": BOUND,
     "model.codex_timeout_s": BOUND,
     "model.*trace_to_optimizer": MESSAGES,
-    "model.chat_examples": MESSAGES,
     "trace.*": MESSAGES,
     "train.epochs": DECISION,
     "train.batch_size": DECISION,

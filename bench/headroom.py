@@ -287,28 +287,33 @@ def headroom_table(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def shown_table(rows: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The same reference with its worked examples shown as text and as turns (model.chat_examples),
-    where a row kept both scores, and a two-sided sign test over the pairs; [] where none did."""
+# The ways a row's reference may have been scored before (`score_as_<way>`), as its tables name them.
+EARLIER_WAYS = {"text": "as text", "turns": "as turns, each with the instruction"}
+
+
+def shown_table(rows: Iterable[Mapping[str, Any]], way: str = "text") -> list[str]:
+    """The same reference with its worked examples shown an earlier way (`score_as_<way>`) and its
+    latest score (the way it was shown then in the last column), where a row kept both, and a
+    two-sided sign test over the pairs; [] where none did."""
+    key = f"score_as_{way}"
     pairs = [
-        (r, name, ref["score_as_text"], ref["score"])
-        for r in rows
-        for name, ref in r["references"].items()
-        if "score_as_text" in ref
+        (r, name, ref[key], ref["score"]) for r in rows for name, ref in r["references"].items() if key in ref
     ]
     if not pairs:
         return []
     lines = [
-        "| model | benchmark | seed | reference | as text | as turns |",
-        "| --- | --- | --- | --- | --- | --- |",
+        f"| model | benchmark | seed | reference | {EARLIER_WAYS[way]} | latest | latest shown as |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for r, name, text, turns in sorted(pairs, key=lambda p: (p[0]["benchmark"], p[0]["seed"], p[1])):
-        lines.append(f"| {r['model']} | {r['benchmark']} | {r['seed']} | {name} | {text:.3f} | {turns:.3f} |")
-    up, down, p = sign_test([turns - text for _, _, text, turns in pairs])
-    mean = sum(turns - text for _, _, text, turns in pairs) / len(pairs)
+    for r, name, before, now in sorted(pairs, key=lambda p: (p[0]["benchmark"], p[0]["seed"], p[1])):
+        shown = r["references"][name].get("examples_shown_as", "text")
+        cells = f"{r['seed']} | {name} | {before:.3f} | {now:.3f} | {shown}"
+        lines.append(f"| {r['model']} | {r['benchmark']} | {cells} |")
+    up, down, p = sign_test([now - before for _, _, before, now in pairs])
+    mean = sum(now - before for _, _, before, now in pairs) / len(pairs)
     ties = len(pairs) - up - down
     summary = f"mean {mean:+.3f}; better {up}, worse {down}, equal {ties} (sign test p {p:.3f})"
-    lines.append(f"\nturns - text over {len(pairs)} pairs: {summary}")
+    lines.append(f"\nlatest - {EARLIER_WAYS[way].removeprefix('as ')}, over {len(pairs)} pairs: {summary}")
     return lines
 
 
@@ -388,8 +393,9 @@ def main(argv: list[str] | None = None) -> int:
                 run(args, jobs, served.router)
     rows = stored(args)
     print("\n".join(["", *headroom_table(rows)]))
-    if shown := shown_table(rows):
-        print("\n".join(["", *shown]))
+    for way in EARLIER_WAYS:
+        if shown := shown_table(rows, way):
+            print("\n".join(["", *shown]))
     return 0
 
 

@@ -226,8 +226,11 @@ def test_rows_are_the_peers_items_written_per_reference_and_resumed(
     redone = json.loads(path.read_text())["references"]["demos2"]
     assert (redone["score"], redone["score_as_text"], redone["examples_shown_as"]) == (1.0, 0.5, TURNS)
     shown = hr.shown_table([json.loads(path.read_text())])
-    assert shown[2] == "| t | bbh_count | 0 | demos2 | 0.500 | 1.000 |"
-    assert shown[-1].endswith("over 1 pairs: mean +0.500; better 1, worse 0, equal 0 (sign test p 1.000)")
+    assert shown[2] == f"| t | bbh_count | 0 | demos2 | 0.500 | 1.000 | {TURNS} |"
+    assert shown[-1] == (
+        "\nlatest - text, over 1 pairs: mean +0.500; better 1, worse 0, equal 0 (sign test p 1.000)"
+    )
+    assert hr.shown_table([json.loads(path.read_text())], "turns") == []
 
     # one made when each example turn repeated the closing instruction: scored again, both kept
     old = json.loads(path.read_text())
@@ -239,6 +242,9 @@ def test_rows_are_the_peers_items_written_per_reference_and_resumed(
     redone = json.loads(path.read_text())["references"]["demos2"]
     assert (redone["score"], redone["score_as_text"], redone["score_as_turns"]) == (1.0, 0.5, 0.75)
     assert redone["examples_shown_as"] == TURNS and len(target.requests) == 6 * 32
+    shown = hr.shown_table([json.loads(path.read_text())], "turns")
+    assert shown[0].endswith("| as turns, each with the instruction | latest | latest shown as |")
+    assert shown[2] == f"| t | bbh_count | 0 | demos2 | 0.750 | 1.000 | {TURNS} |"
 
     stored = json.loads(path.read_text())
     stored["settings"]["target_cap"] = 64

@@ -67,8 +67,9 @@ class ModelConfig(Section):
     chat_examples: Literal["turns", "text"] = "turns"
     """How a chat target receives the skill's worked examples (its examples section, a package's
     examples.md): `turns`, as earlier user and assistant turns before the task (few-shot, as DSPy
-    sends demos; skillgrad.backends.chat_agent.chat_messages builds them); `text`, in the system
-    prompt as written. A harness target reads the skill's files: its examples are always text."""
+    sends demos; each example's task without the closing "Reply with the answer only.", which the
+    task's own turn says; skillgrad.backends.chat_agent.chat_messages builds them); `text`, in the
+    system prompt as written. A harness target reads the skill's files: its examples are always text."""
     trace_to_optimizer: bool = True
     """Show a harness target's trace steps (Claude Code, Codex) to the optimizer."""
     claude_trace_to_optimizer: bool = True

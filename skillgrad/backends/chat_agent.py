@@ -6,8 +6,8 @@ a user turn, its reply as the assistant's, before the task itself, the way DSPy 
 The task template's closing instruction ("Reply with the answer only.") is said once, in the task's
 own turn, as DSPy's last turn alone carries its instructions: repeated on every example turn, the
 1.5B answered most movie_recommendation test tasks with one label no example showed (29 of 32);
-trained with it, movie_recommendation gained on each of 3 seeds (+0.083 on average) and 15
-benchmark-seeds +0.017 (docs/benchmarks.md).
+trained with it, movie_recommendation gained on each of 3 seeds (+0.083 on average), 23
+benchmark-seeds +0.019, none significantly (docs/benchmarks.md).
 With the 1.5B, the rule and three examples as turns scored +0.049 over text on average (14 pairs,
 docs/benchmarks.md), four examples alone +0.16 to +0.25 (issue 36). `text` keeps them in the system
 prompt as written. A section that is not skillgrad's own (hand-written in another shape) always

@@ -45,7 +45,7 @@ def example_turn(question: str) -> str:
     """An example's task (written as the target receives a task, `demos.task_as_seen`) as an
     earlier user turn: without the task template's closing instruction, which the last turn says."""
     instruction = render("skillgrad.backends", "chat_target_task", context_block="", question="").strip()
-    return question.removesuffix(instruction).rstrip() if instruction else question
+    return question.removesuffix(instruction).rstrip()
 
 
 def _examples_are_ours(skill: str) -> bool:

@@ -180,6 +180,13 @@ def without_section(skill_text: str) -> str:
     return with_demos(skill_text, [])
 
 
+def section_alone(skill_text: str) -> str:
+    """The skill's examples section alone, as written ("" when it has none): what a re-asked
+    analyst is shown, the rules left out and the examples its edits name kept."""
+    span = section_span(skill_text)
+    return skill_text[span[0] : span[1]] + "\n" if span else ""
+
+
 def with_demos(skill_text: str, demos: Sequence[Demo]) -> str:
     """The skill with its examples section replaced by `demos` (appended at the end when it has
     none; removed when `demos` is empty)."""

@@ -1,5 +1,6 @@
 """When the re-ask happens: edits proposed, none selected, a non-empty single-file skill, once."""
 
+from skillgrad.demos import Demo, section_alone, with_demos
 from skillgrad.loop.patch_merge import MergedEdit, Patch
 from skillgrad.loop.reflect_stage import should_reask
 from skillgrad.loop.selection import INAPPLICABLE, Dropped, Selection
@@ -28,3 +29,12 @@ def test_no_second_reask_and_none_where_from_scratch_is_the_same_prompt_or_no_vi
     assert not should_reask("", [Patch(0, [SAME], 1)], DROPPED)  # an empty skill's prompt was just answered
     package = SkillPackage({"SKILL.md": "---\nname: s\ndescription: d\n---\nBody.\n", "ref.md": "R\n"})
     assert not should_reask(package.encode(), [Patch(0, [SAME], 1)], DROPPED)
+
+
+def test_a_skill_of_examples_alone_is_not_reasked_and_a_reask_keeps_the_examples():
+    examples = with_demos("", [Demo("t-1", "Task one?", "(A)", "expected")])
+    assert not should_reask(examples, [Patch(0, [SAME], 1)], DROPPED)  # shown as it was just shown
+    with_rules = SKILL + "\n" + examples + "\nAfter the examples.\n"
+    assert should_reask(with_rules, [Patch(0, [SAME], 1)], DROPPED)
+    assert section_alone(with_rules) == examples  # the rules around it left out
+    assert section_alone(SKILL) == ""

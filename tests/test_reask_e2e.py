@@ -8,9 +8,14 @@ optimizer call."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+from skillgrad.benchmarks.catalog import load_benchmark
+from skillgrad.config import load_config
+from skillgrad.demos import demo_from_task, with_demos
+from tests import test_examples_e2e as examples_e2e
 from tests.fakes.openai_server import Request, json_reply, text
 from tests.test_analyst_e2e import SKILL, train
 from tests.test_train_e2e import GOOD_RULE, history, is_optimizer, read_json, target_answer
@@ -96,3 +101,49 @@ def test_rewrite_mode_reasks_from_the_empty_skill(tmp_path: Path) -> None:
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     assert merged["reasked"] == 1 and [e["content"] for e in merged["selected"]] == [GOOD_RULE]
     assert GOOD_RULE in (out / "best_skill.md").read_text(encoding="utf-8")
+
+
+def swappable(request: Request) -> list[str]:
+    """The task ids the reply schema lets a replace_example name (at the cap: no add_example)."""
+    variants = request.response_format["json_schema"]["schema"]["properties"]["edits"]["items"]["anyOf"]
+    swap = next(v for v in variants if v["properties"]["op"]["enum"] == ["replace_example"])
+    return swap["properties"]["task"]["enum"]
+
+
+def test_a_reask_shows_the_examples_the_skill_holds_and_its_example_edits_apply(tmp_path: Path) -> None:
+    """A skill with a rule and four worked examples (skill.max_examples): the first reply only
+    restates the rule. The re-ask shows the rules as empty and the examples section as it is, so
+    the analyst reads that the skill holds four (before: "holds 0", and its add_example edits were
+    all dropped past the cap, on 5 of the 33 BBH runs at 0c119bd); its swap and new rule apply."""
+    data = tmp_path / "dates.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in examples_e2e.ROWS), encoding="utf-8")
+    sizes = ["benchmark.train_size=6", "benchmark.val_size=6", "benchmark.test_size=4", "benchmark.seed=1"]
+    bench = load_benchmark(load_config(None, ["benchmark.name=bbh", f"benchmark.data={data}", *sizes]))
+    held = bench.load("train")[:4]
+    initial = tmp_path / "skill.md"
+    initial.write_text(with_demos(examples_e2e.RULE + "\n", [demo_from_task(t) for t in held]), "utf-8")
+    restated = {"content": examples_e2e.RULE, "op": "replace", "target": examples_e2e.RULE, "rationale": "r"}
+
+    def analyst(request: Request) -> list[dict]:
+        if examples_e2e.RULE in request.user.split("## Tasks")[0]:
+            return [restated]
+        return [
+            {"content": GOOD_RULE, "op": "add", "target": "end", "rationale": "r"},
+            {"op": "replace_example", "target": held[0].id, "task": swappable(request)[0], "rationale": "r"},
+        ]
+
+    out, asked = examples_e2e.train(
+        tmp_path, analyst, f"skill.init={initial}", "optimizer.form_fix=none", target=examples_e2e.wrong_label
+    )
+    assert len(asked) == 2
+    shown = asked[1].user.split("## Tasks")[0]
+    assert "<!-- examples -->" in shown and examples_e2e.RULE not in shown and EMPTY not in shown
+    assert "No line of the skill can be edited" in shown
+    assert "## Worked examples (the skill holds 4, at most 4)" in asked[1].user
+    assert "Examples in the skill: " + ", ".join(f'"{t.id}"' for t in held) in asked[1].user
+    merged = read_json(out / "steps" / "0001" / "merged_patch.json")
+    assert merged["reasked"] == 1 and merged["dropped_counts"]["cannot apply to the current skill"] == 1
+    assert [(e["op"], e["target"]) for e in merged["selected"]] == [
+        ("add", "end"),
+        ("replace_example", held[0].id),
+    ]

@@ -63,9 +63,10 @@ class OptimizerConfig(Section):
     reask_dropped: bool = True
     """When selection drops every edit a step's analysts proposed (identical replacements, rules
     the skill already states, copies of the prompt or of a task, edits rejected
-    earlier), ask each of them once more with the skill shown as empty, so it writes the rules the
-    failures need from scratch (single-file skills; `reflections/mb_NN_reask.json`, `reasked` in
-    `merged_patch.json`; one more optimizer call each)."""
+    earlier), ask each of them once more with the skill's rules shown as empty (its examples section
+    as it is), so it writes the rules the failures need from scratch (single-file skills with
+    rules; `reflections/mb_NN_reask.json`, `reasked` in `merged_patch.json`; one more optimizer
+    call each)."""
     max_skill_chars: int = Field(8000, ge=200)
     """An edit that would grow the skill (a package: one of its files, or a created file) past
     this is skipped."""

@@ -172,8 +172,8 @@ def targets_section(skill: str, budget: int | None = None) -> str:
     if package is not None:
         return package_targets(package, budget)
     lines = edit_targets(skill)
-    if not lines:
-        return render(PROMPTS, "analyst_targets_empty")
+    if not lines:  # "empty" only where it is: a skill of examples alone shows them above
+        return render(PROMPTS, "analyst_targets_closed" if skill.strip() else "analyst_targets_empty")
     listed = "\n".join(json.dumps(t, ensure_ascii=False) for t in lines)
     section = render(PROMPTS, "analyst_targets", lines=listed)
     return (

@@ -14,6 +14,7 @@ from typing import cast
 from skillgrad.backends.interface import ChatModel
 from skillgrad.backends.reading import ReadingBoundError, ReadingBounds, ReadingChatModel
 from skillgrad.config import Config
+from skillgrad.demos import section_alone, without_section
 from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
 from skillgrad.evidence.mode import reads_workspace
 from skillgrad.evidence.reflection_workspace import ReflectionWorkspace, WorkspaceOpener, digest_record
@@ -113,11 +114,13 @@ class Reflection:
     def reask(
         self, step: int, state: TrainState, rollouts: list[Rollout], lr: int, patches: list[Patch]
     ) -> list[Patch]:
-        """The analysts of `patches` that proposed edits, asked once more with the skill shown as
-        empty (marked `reask`): they write the rules these failures need from scratch instead of
-        restating the skill's lines (the 1.5B analyst on housestyle replaced each line by itself,
-        and did again when told why, at any temperature); a rule the skill already states is then
-        dropped by selection, the others can apply. A failed re-ask costs the step nothing more."""
+        """The analysts of `patches` that proposed edits, asked once more with the skill's rules
+        shown as empty (marked `reask`): they write the rules these failures need from scratch
+        instead of restating the skill's lines (the 1.5B analyst on housestyle replaced each line by
+        itself, and did again when told why, at any temperature); a rule the skill already states
+        is then dropped by selection, the others can apply. The examples section is shown as it is:
+        told the skill held none, a re-asked analyst only added examples past the cap. A failed
+        re-ask costs the step nothing more."""
         minibatches = {i: mb for i, mb, _ in reflection_work(rollouts, self.cfg.train.minibatch_size, 1)}
         work = [(p.minibatch, minibatches[p.minibatch], p.proposal, True) for p in patches if p.edits]
         self.events.emit(
@@ -209,13 +212,14 @@ class Reflection:
         proposal: int,
         reask: bool,
     ) -> Patch | Exception:
-        """One analyst call (a re-ask shows the skill as empty); a failed one is recorded and
-        returned (the others may still answer), except a refused key or quota, which stops the run."""
+        """One analyst call (a re-ask shows the skill's examples section alone); a failed one is
+        recorded and returned (the others may still answer), except a refused key or quota, which
+        stops the run."""
         name = _name(index, proposal, reask)
         record_path = self.run.reflection_path(step, name)
         failures = sum(1 for r in minibatch if not r.score.passed)
         with self.slots, self.accounting.reserved("optimizer", "reflect") as unit:
-            inputs = self._inputs("" if reask else skill, minibatch, rejected, lr, batch)
+            inputs = self._inputs(section_alone(skill) if reask else skill, minibatch, rejected, lr, batch)
             chat, inputs, workspace = self._analyst_for(step, name, proposal, inputs)
             started = time.monotonic()
             try:
@@ -276,8 +280,8 @@ def propose_and_select(
 
 
 def should_reask(skill: str, patches: list[Patch], chosen: Selection) -> bool:
-    """True when the analysts proposed edits and none was selected, on a single-file skill that is
-    not empty (from scratch, an empty skill's prompt is the one just answered), once per step."""
-    if not skill.strip() or as_package(skill) is not None or any(p.reask for p in patches):
+    """True when the analysts proposed edits and none was selected, on a single-file skill with
+    rules (one with none, examples aside, would be shown as it was just shown), once per step."""
+    if not without_section(skill).strip() or as_package(skill) is not None or any(p.reask for p in patches):
         return False
     return any(p.edits for p in patches) and not chosen.selected

@@ -244,23 +244,31 @@ def _bar_table(over_bar: Mapping[tuple[str, str], list[tuple[float, float | None
 def change_table(now: Iterable[Mapping[str, Any]], before: Iterable[Mapping[str, Any]]) -> list[str]:
     """Skillgrad's rows against an earlier set of its rows (another commit, another config) on the
     benchmarks and seeds both have with the same test settings: per benchmark the mean test score
-    each reached, the mean change, the seeds better / worse / equal and a two-sided sign test; then
-    the same over every pair."""
+    each reached (a row the later folder copied unchanged is no pair), the mean change, the seeds
+    better / worse / equal and a two-sided sign test, and
+    the seeds that ended with the same best skill (in brackets, those of them whose test score
+    still moved: the served model's answers to the same prompt differ a little between runs);
+    then the same over every pair."""
     earlier = {(_key(r), r["seed"]): r for r in before if r["system"] == "skillgrad"}
-    pairs: dict[str, list[tuple[float, float]]] = {}
+    pairs: dict[str, list[tuple[float, float, bool]]] = {}
     for r in now:
-        if r["system"] == "skillgrad" and (old := earlier.get((_key(r), r["seed"]))):
-            pairs.setdefault(r["benchmark"], []).append((float(old["test_after"]), float(r["test_after"])))
+        old = earlier.get((_key(r), r["seed"])) if r["system"] == "skillgrad" else None
+        if old is not None and old != r:  # a row copied over unchanged measured nothing again
+            same = old.get("best_skill") is not None and old.get("best_skill") == r.get("best_skill")
+            pair = (float(old["test_after"]), float(r["test_after"]), same)
+            pairs.setdefault(r["benchmark"], []).append(pair)
     lines = [
-        "| benchmark | seeds | mean test before the change | after | change | better / worse / equal (p) |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| benchmark | seeds | mean test before the change | after | change | better / worse / equal (p) "
+        "| same best skill (test moved) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     everything = [pair for key in sorted(pairs) for pair in pairs[key]]
     for name, group in [*sorted(pairs.items()), *([("all", everything)] if everything else [])]:
         old_mean, new_mean = (sum(p[i] for p in group) / len(group) for i in (0, 1))
-        up, down, p = sign_test([b - a for a, b in group])
+        up, down, p = sign_test([b - a for a, b, _ in group])
+        same = [a != b for a, b, kept in group if kept]
         lines.append(
             f"| {name} | {len(group)} | {old_mean:.3f} | {new_mean:.3f} | {new_mean - old_mean:+.3f} | "
-            f"{up} / {down} / {len(group) - up - down} ({p:.3f}) |"
+            f"{up} / {down} / {len(group) - up - down} ({p:.3f}) | {len(same)} ({sum(same)}) |"
         )
     return lines

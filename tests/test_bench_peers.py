@@ -344,10 +344,17 @@ def test_the_change_table_pairs_skillgrads_rows_with_earlier_ones_seed_by_seed()
     before += [peer_row("dspy", 0, 0.0, 0.75), peer_row("skillgrad", 3, 0.0, 0.5, model="q05.gguf (4 bytes)")]
     now = [peer_row("skillgrad", s, 0.0, a) for s, a in ((0, 0.5), (1, 0.5), (2, 0.125), (4, 1.0))]
     now += [peer_row("skillgrad", 3, 0.0, 0.75)]  # another target than the earlier seed 3: no pair
+    for seed, skill in ((0, "A"), (1, "B"), (2, "C")):  # seeds 0 and 1 end with the skill they had
+        before[seed]["best_skill"] = skill
+        now[seed]["best_skill"] = skill if seed < 2 else "D"
+    now[0]["test_after"] = 0.3125  # the same skill scored again: the served answers moved
+    now[1]["commit"] = "e9fc7ae"  # run again, the same skill and score
+    before.append(peer_row("skillgrad", 5, 0.0, 0.5))
+    now.append(dict(before[-1]))  # copied over unchanged: not a pair
     lines = pt.change_table(now, before)
     assert lines[2:] == [
-        "| bbh_date | 3 | 0.333 | 0.375 | +0.042 | 1 / 1 / 1 (1.000) |",
-        "| all | 3 | 0.333 | 0.375 | +0.042 | 1 / 1 / 1 (1.000) |",
+        "| bbh_date | 3 | 0.333 | 0.312 | -0.021 | 1 / 1 / 1 (1.000) | 2 (1) |",
+        "| all | 3 | 0.333 | 0.312 | -0.021 | 1 / 1 / 1 (1.000) | 2 (1) |",
     ]
     assert pt.change_table(now, []) == lines[:2]
 

@@ -114,7 +114,8 @@ def test_a_reask_shows_the_examples_the_skill_holds_and_its_example_edits_apply(
     """A skill with a rule and four worked examples (skill.max_examples): the first reply only
     restates the rule. The re-ask shows the rules as empty and the examples section as it is, so
     the analyst reads that the skill holds four (before: "holds 0", and its add_example edits were
-    all dropped past the cap, on 5 of the 33 BBH runs at 0c119bd); its swap and new rule apply."""
+    all dropped past the cap: step 2 of 4 of the 26 BBH runs at 0c119bd/09a6d86); its swap and
+    new rule apply."""
     data = tmp_path / "dates.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in examples_e2e.ROWS), encoding="utf-8")
     sizes = ["benchmark.train_size=6", "benchmark.val_size=6", "benchmark.test_size=4", "benchmark.seed=1"]

@@ -245,10 +245,10 @@ def change_table(now: Iterable[Mapping[str, Any]], before: Iterable[Mapping[str,
     """Skillgrad's rows against an earlier set of its rows (another commit, another config) on the
     benchmarks and seeds both have with the same test settings: per benchmark the mean test score
     each reached (a row the later folder copied unchanged is no pair), the mean change, the seeds
-    better / worse / equal and a two-sided sign test, and
-    the seeds that ended with the same best skill (in brackets, those of them whose test score
-    still moved: the served model's answers to the same prompt differ a little between runs);
-    then the same over every pair."""
+    better / worse / equal and a two-sided sign test, and the seeds that ended with the same best
+    skill text (in brackets, those of them whose test score moved: the change sends the same text
+    another way, or the served model answered the same prompts otherwise, as its prompt cache
+    can make it); then the same over every pair."""
     earlier = {(_key(r), r["seed"]): r for r in before if r["system"] == "skillgrad"}
     pairs: dict[str, list[tuple[float, float, bool]]] = {}
     for r in now:

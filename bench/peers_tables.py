@@ -266,9 +266,9 @@ def change_table(now: Iterable[Mapping[str, Any]], before: Iterable[Mapping[str,
     for name, group in [*sorted(pairs.items()), *([("all", everything)] if everything else [])]:
         old_mean, new_mean = (sum(p[i] for p in group) / len(group) for i in (0, 1))
         up, down, p = sign_test([b - a for a, b, _ in group])
-        same = [a != b for a, b, kept in group if kept]
+        moved = [a != b for a, b, same in group if same]  # per seed that kept its skill: did test move
         lines.append(
             f"| {name} | {len(group)} | {old_mean:.3f} | {new_mean:.3f} | {new_mean - old_mean:+.3f} | "
-            f"{up} / {down} / {len(group) - up - down} ({p:.3f}) | {len(same)} ({sum(same)}) |"
+            f"{up} / {down} / {len(group) - up - down} ({p:.3f}) | {len(moved)} ({sum(moved)}) |"
         )
     return lines

@@ -51,11 +51,12 @@ def target_reply(request: Request) -> str:
     return label if examples_seen(request) >= 2 else f"{label} 12/26/1951"
 
 
-def example_ids(request: Request) -> list[str]:
-    """The task ids the reply schema lets the analyst name."""
+def example_ids(request: Request, op: str = "add_example") -> list[str]:
+    """The task ids the reply schema lets the analyst name in an `op` edit (at the cap a skill's
+    schema has no add_example, only replace_example)."""
     variants = request.response_format["json_schema"]["schema"]["properties"]["edits"]["items"]["anyOf"]
-    add = next(v for v in variants if v["properties"]["op"]["enum"] == ["add_example"])
-    return add["properties"]["task"]["enum"]
+    variant = next(v for v in variants if v["properties"]["op"]["enum"] == [op])
+    return variant["properties"]["task"]["enum"]
 
 
 def wrong_label(request: Request) -> str:
@@ -69,11 +70,25 @@ def wrong_label(request: Request) -> str:
     )
 
 
+SIZES = ["benchmark.train_size=6", "benchmark.val_size=6", "benchmark.test_size=4", "benchmark.seed=1"]
+
+
+def write_rows(tmp_path: Path) -> Path:
+    data = tmp_path / "dates.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    return data
+
+
+def train_tasks(tmp_path: Path) -> list[Task]:
+    """The train split `train` runs on (seed 1's: (D) (B) (D) (B) (B) (A))."""
+    config = load_config(None, ["benchmark.name=bbh", f"benchmark.data={write_rows(tmp_path)}", *SIZES])
+    return load_benchmark(config).load("train")
+
+
 def train(
     tmp_path: Path, analyst, *overrides: str, estimate: bool = False, target=target_reply
 ) -> tuple[Path, list[Request]]:
-    data = tmp_path / "dates.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+    data = write_rows(tmp_path)
 
     def handler(request: Request):
         if is_optimizer(request):
@@ -85,10 +100,7 @@ def train(
         sets = [
             "benchmark.name=bbh",
             f"benchmark.data={data}",
-            "benchmark.train_size=6",
-            "benchmark.val_size=6",
-            "benchmark.test_size=4",
-            "benchmark.seed=1",
+            *SIZES,
             "model.backend=openai_chat",
             f"model.base_url={server.base_url}",
             f"model.api_key={FAKE_KEY}",
@@ -252,11 +264,7 @@ def test_an_example_of_the_label_the_target_gives_wrongly_is_swapped_and_passes_
     every task, in form, so no rule is due. At the step whose answers give (B) wrongly twice, the
     form fix swaps the last (B) example for a task of the step of the label shown least, and the
     gate keeps the swap: no label holds the majority, and the target answers right."""
-    data = tmp_path / "dates.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
-    sizes = ["benchmark.train_size=6", "benchmark.val_size=6", "benchmark.test_size=4", "benchmark.seed=1"]
-    bench = load_benchmark(load_config(None, ["benchmark.name=bbh", f"benchmark.data={data}", *sizes]))
-    tasks = bench.load("train")
+    tasks = train_tasks(tmp_path)
     b_tasks = [t for t in tasks if t.answers[0] == "(B)"]
     d_task = next(t for t in tasks if t.answers[0] == "(D)")
     assert len(b_tasks) == 3  # seed 1's train split: (D) (B) (D) (B) (B) (A)

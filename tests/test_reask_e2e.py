@@ -8,12 +8,9 @@ optimizer call."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from skillgrad.benchmarks.catalog import load_benchmark
-from skillgrad.config import load_config
 from skillgrad.demos import demo_from_task, with_demos
 from tests import test_examples_e2e as examples_e2e
 from tests.fakes.openai_server import Request, json_reply, text
@@ -103,24 +100,13 @@ def test_rewrite_mode_reasks_from_the_empty_skill(tmp_path: Path) -> None:
     assert GOOD_RULE in (out / "best_skill.md").read_text(encoding="utf-8")
 
 
-def swappable(request: Request) -> list[str]:
-    """The task ids the reply schema lets a replace_example name (at the cap: no add_example)."""
-    variants = request.response_format["json_schema"]["schema"]["properties"]["edits"]["items"]["anyOf"]
-    swap = next(v for v in variants if v["properties"]["op"]["enum"] == ["replace_example"])
-    return swap["properties"]["task"]["enum"]
-
-
 def test_a_reask_shows_the_examples_the_skill_holds_and_its_example_edits_apply(tmp_path: Path) -> None:
     """A skill with a rule and four worked examples (skill.max_examples): the first reply only
     restates the rule. The re-ask shows the rules as empty and the examples section as it is, so
     the analyst reads that the skill holds four (before: "holds 0", and its add_example edits were
     all dropped past the cap: step 2 of 4 of the 26 BBH runs at 0c119bd/09a6d86); its swap and
     new rule apply."""
-    data = tmp_path / "dates.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in examples_e2e.ROWS), encoding="utf-8")
-    sizes = ["benchmark.train_size=6", "benchmark.val_size=6", "benchmark.test_size=4", "benchmark.seed=1"]
-    bench = load_benchmark(load_config(None, ["benchmark.name=bbh", f"benchmark.data={data}", *sizes]))
-    held = bench.load("train")[:4]
+    held = examples_e2e.train_tasks(tmp_path)[:4]
     initial = tmp_path / "skill.md"
     initial.write_text(with_demos(examples_e2e.RULE + "\n", [demo_from_task(t) for t in held]), "utf-8")
     restated = {"content": examples_e2e.RULE, "op": "replace", "target": examples_e2e.RULE, "rationale": "r"}
@@ -128,9 +114,10 @@ def test_a_reask_shows_the_examples_the_skill_holds_and_its_example_edits_apply(
     def analyst(request: Request) -> list[dict]:
         if examples_e2e.RULE in request.user.split("## Tasks")[0]:
             return [restated]
+        swap_in = examples_e2e.example_ids(request, "replace_example")[0]
         return [
             {"content": GOOD_RULE, "op": "add", "target": "end", "rationale": "r"},
-            {"op": "replace_example", "target": held[0].id, "task": swappable(request)[0], "rationale": "r"},
+            {"op": "replace_example", "target": held[0].id, "task": swap_in, "rationale": "r"},
         ]
 
     out, asked = examples_e2e.train(

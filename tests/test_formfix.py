@@ -168,3 +168,40 @@ def test_no_fix_where_answers_of_another_form_pass_or_already_have_the_form() ->
         for t in spans
     ]
     assert FORM_FIXES["examples"].propose("", wordy, 3) is None  # a span has no form to state
+
+
+def test_an_idle_step_at_the_cap_swaps_the_example_of_the_label_shown_most_for_a_failed_task() -> None:
+    """Every edit of the step dropped; (A) is held once and given wrongly three times, (B) held three
+    times: the (A) example (d12) gives way to a failed task of the label shown least, (C) (d4),
+    held and given wrongly 0 times."""
+    batch = step(["(A)", "(A)", "(A)", "(A)", "(A)", "(A)"])  # wrong on d2 (B), d4 (C), d5 (B)
+    patch = FORM_FIXES["examples"].propose_when_idle(BIASED, batch, 4)
+    assert patch is not None and patch.minibatch == FORM_FIX_MINIBATCH and patch.failures == 3
+    [edit] = patch.edits
+    assert (edit.op, edit.target, edit.content) == ("replace_example", "d12", "d4")
+    assert edit.rationale == (
+        "form fix: every edit of the step was dropped; "
+        "the example of (A) gives way to a failed task of the step"
+    )
+    # a task whose example was rejected earlier is not brought in again: the next least shown
+    refused = FORM_FIXES["examples"].propose_when_idle(BIASED, batch, 4, refused=frozenset({"d4"}))
+    assert refused is not None and [(e.target, e.content) for e in refused.edits] == [("d12", "d2")]
+
+
+def test_an_idle_step_with_room_adds_one_example_and_nothing_without_a_failure_or_room() -> None:
+    """With room, one example as `pick_examples` draws it: (C) is shown least (held 0, given 0)."""
+    batch = step(["(A)", "(B)", "(A)", "(A)", "(A)", "(A)"])  # wrong on d1 d2 d4 d5
+    patch = FORM_FIXES["examples"].propose_when_idle(BIASED, batch, 5)
+    assert patch is not None and patch.failures == 4
+    assert [(e.op, e.content) for e in patch.edits] == [("add_example", "d4")]
+    assert (
+        FORM_FIXES["examples"].propose_when_idle(BIASED, step(["(A)", "(A)", "(B)", "(A)", "(C)", "(B)"]), 4)
+        is None
+    )
+    assert FORM_FIXES["examples"].propose_when_idle("", batch, 0) is None
+    every_failure_held = FORM_FIXES["examples"].propose_when_idle(
+        BIASED, batch, 4, refused=frozenset({"d1", "d2", "d4", "d5"})
+    )
+    assert every_failure_held is None
+    assert FORM_FIXES["rule"].propose_when_idle(BIASED, batch, 4) is None
+    assert FORM_FIXES["none"].propose_when_idle(BIASED, batch, 4) is None

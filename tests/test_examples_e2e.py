@@ -261,10 +261,9 @@ def test_an_example_of_the_label_the_target_gives_wrongly_is_swapped_and_passes_
     tmp_path: Path,
 ) -> None:
     """An initial skill whose four examples are (B) (B) (B) and one (D): the target answers (B) to
-    every task, in form, so no rule is due; the analyst's rule changes nothing and is rejected. At
-    the step whose answers give (B) wrongly twice, the form fix swaps the last (B) example for a
-    task of the step of the label shown least, and the gate keeps the swap: no label holds the
-    majority, and the target answers right."""
+    every task, in form, so no rule is due. At the step whose answers give (B) wrongly twice, the
+    form fix swaps the last (B) example for a task of the step of the label shown least, and the
+    gate keeps the swap: no label holds the majority, and the target answers right."""
     tasks = train_tasks(tmp_path)
     b_tasks = [t for t in tasks if t.answers[0] == "(B)"]
     d_task = next(t for t in tasks if t.answers[0] == "(D)")
@@ -273,7 +272,7 @@ def test_an_example_of_the_label_the_target_gives_wrongly_is_swapped_and_passes_
     initial.write_text(with_demos(RULE + "\n", [demo_from_task(t) for t in [*b_tasks, d_task]]), "utf-8")
     out, _ = train(
         tmp_path,
-        lambda request: [{"content": "Read every option.", "op": "add", "target": "end", "rationale": "r"}],
+        lambda request: [],
         f"skill.init={initial}",
         "train.batch_size=3",
         "train.minibatch_size=3",

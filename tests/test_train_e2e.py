@@ -165,8 +165,7 @@ def test_harmful_edit_is_rejected_and_shown_to_later_analysts(tmp_path: Path) ->
     with ScriptedOpenAI(world(BAD_RULE)) as server:
         out = tmp_path / "run"
         cfg = write_config(tmp_path, server, batch_size=2, minibatch_size=2, epochs=2)
-        # the analysts' edits alone: an idle step would test the form fix's example instead
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "optimizer.form_fix=none")
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out))
         assert proc.returncode == 0, proc.stderr
         analyst_prompts = [r.user for r in server.requests if is_optimizer(r)]
     summary = read_json(out / "summary.json")
@@ -217,8 +216,7 @@ def train_with_cut_replies(
 ) -> tuple[subprocess.CompletedProcess[str], Path, int]:
     """`skillgrad train` over 2 steps of 2 tasks (one JSON re-ask) whose n-th analyst call (from
     1) replies `cut_reply(n)` when that is a text, else proposes `rule`; (the process, its run
-    folder, the analyst calls). The form fix is off: a step without the analysts' edits would test
-    its example for an idle step (tests/test_reask_e2e.py)."""
+    folder, the analyst calls)."""
     asked: list[Request] = []
 
     def handler(request: Request):
@@ -231,8 +229,7 @@ def train_with_cut_replies(
     with ScriptedOpenAI(handler) as server:
         out = tmp_path / "run"
         cfg = write_config(tmp_path, server, batch_size=2, minibatch_size=2)
-        sets = ["--set", "model.json_retries=1", "--set", "optimizer.form_fix=none"]
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), *sets)
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "model.json_retries=1")
     return proc, out, len(asked)
 
 

@@ -121,9 +121,7 @@ class OptimizerConfig(Section):
     `examples`, worked examples of the step's tasks up to `skill.max_examples` (no label more
     than an even share), beside the analysts' edits and through the same selection and gate
     (loop/formfix.py); with the examples at the cap, a later step whose answers give one wrong
-    label twice or more swaps one example of that label for one of the label shown least; a step
-    whose every edit was dropped gets one example edit (one more, or at the cap a swap for a failed
-    task of the step), so it still tests a candidate;
+    label twice or more swaps one example of that label for one of the label shown least;
     `rule`: the rule alone; `none`: only the analysts propose."""
     gate_min_gain: float = Field(1.0, ge=0.0)
     """`strict` gate: the smallest gain it keeps, in val items' worth (one item's mean going

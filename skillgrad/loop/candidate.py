@@ -16,7 +16,7 @@ from skillgrad.loop.event_bus import Events
 from skillgrad.loop.example_edits import ExampleWriter
 from skillgrad.loop.patch_merge import Patch
 from skillgrad.loop.promptcopy import PromptCopyGuard, template_texts
-from skillgrad.loop.selection import Selection, WriteExample, no_examples, rule_key, select_valid
+from skillgrad.loop.selection import Selection, WriteExample, no_examples, select_valid
 from skillgrad.loop.state import TrainState
 from skillgrad.loop.strategies import Strategies
 from skillgrad.loop.taskcopy import Copy, TaskCopyGuard, TaskIndex
@@ -96,15 +96,14 @@ class Candidates:
         failed_answers: list[str] | None = None,
         graded: Mapping[str, tuple[str, str]] | None = None,
         rollouts: Sequence[Rollout] = (),
-        idle: bool = False,
     ) -> tuple[Selection, int]:
         """Merge, rank and select the step's edits (merged_patch.json); also the per-edit limit.
         An edit that restates one of the step's `failed_answers` counts as copied from the prompt;
         `graded` (task id -> answer, feedback) lets an edit restate what the grader says;
-        `rollouts`: the step's train rollouts (the form fix reads them; examples bootstrap from them);
-        `idle`: every edit of `patches` was dropped before, the form fix adds its edit for that.
+        `rollouts`: the step's train rollouts (the form fix reads them; examples bootstrap from them).
         A step may select more than once (a re-ask): the caller counts the final selection's drops."""
-        fix = self.own_patch(state, rollouts, idle)
+        train = self.splits("train") if self.splits else ()
+        fix = self.form_fix.propose(state.current_text, rollouts, self.skill.max_examples, train)
         own = {e.key() for e in fix.edits} if fix else set()
         patches = [*patches, *([fix] if fix else [])]
         patches = [replace(p, edits=[self.echo.own_rationale(e) for e in p.edits]) for p in patches]
@@ -140,18 +139,6 @@ class Candidates:
             },
         )
         return chosen, max_chars
-
-    def own_patch(self, state: TrainState, rollouts: Sequence[Rollout], idle: bool) -> Patch | None:
-        """The form fix's patch for the step; `idle`: with its edit for a step whose every edit was
-        dropped, which brings in no task whose example was rejected earlier."""
-        skill, cap = state.current_text, self.skill.max_examples
-        train = self.splits("train") if self.splits else ()
-        fix = self.form_fix.propose(skill, rollouts, cap, train)
-        refused = frozenset(key for kind, key in map(rule_key, state.rejected_edits) if kind == "example")
-        swap = self.form_fix.propose_when_idle(skill, rollouts, cap, train, refused) if idle else None
-        if fix is None or swap is None:
-            return fix or swap
-        return replace(fix, edits=[*fix.edits, *swap.edits])
 
     def build(
         self, state: TrainState, step: int, chosen: Selection, max_chars: int

@@ -13,11 +13,9 @@ the examples are written from train tasks by `ExampleWriter`.
 
 At a later step, with the examples at their cap and the answers in the form, the target's wrong
 answers may still lean on one label, often the one the examples show most: `rebalance` swaps one
-example of that label for a task of the label shown least, and the gate judges the swap. A step
-whose every edit was dropped (the analysts' and the fix's) still tests a candidate: `idle_swap`
-adds or swaps one example.
+example of that label for a task of the label shown least, and the gate judges the swap.
 
-    examples  the rule, up to skill.max_examples worked examples, the swaps (the default)
+    examples  the rule, up to skill.max_examples worked examples, the swap (the default)
     rule      the rule alone
     none      nothing: only the analysts propose
 """
@@ -46,19 +44,6 @@ class FormFix(Protocol):
         """The fix's edits for this step (None: the step shows no form problem and no example
         to swap, or nothing is left to add); `train`: every train task, for examples of labels
         the step lacks. Pure: never raises for a step's content."""
-        ...
-
-    def propose_when_idle(
-        self,
-        skill: str,
-        batch: Sequence[Rollout],
-        max_examples: int,
-        train: Sequence[Task] = (),
-        refused: frozenset[str] = frozenset(),
-    ) -> Patch | None:
-        """The fix's edit for a step whose every proposed edit was dropped, so that the step still
-        tests a candidate (None: the fix proposes none); `refused`: tasks no example may bring in
-        (their example was rejected earlier). Pure, as `propose`."""
         ...
 
 
@@ -155,43 +140,6 @@ def rebalance(skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch 
     return Patch(FORM_FIX_MINIBATCH, [edit], count)
 
 
-def idle_swap(
-    skill: str,
-    batch: Sequence[Rollout],
-    max_examples: int,
-    train: Sequence[Task] = (),
-    refused: frozenset[str] = frozenset(),
-) -> Patch | None:
-    """One example edit for a step whose every edit was dropped: with room, one more example
-    (`pick_examples`); at the cap, the example of the label shown most (held and given wrongly, as
-    `pick_examples` counts; the last of them) replaced by a failed task of the step of another
-    label, the one shown least. DSPy spends every target call on a candidate set of demos; the
-    1.5B's analysts had every edit of step 2 dropped on 6 of 28 benchmark-seeds, whose last 12
-    target calls then tested nothing (reasoning_about_colored_objects seeds 0 and 1, bbh_date seed
-    3, logical_deduction_three_objects seed 4 at e9fc7ae). The gate judges the swap like any edit.
-    None: no room for examples, no failed task in the step (nothing to fix), or none left to bring in."""
-    held = skill_demos(skill)
-    taken = refused | {d.task_id for d in held}
-    why = "form fix: every edit of the step was dropped"
-    failures = sum(1 for r in batch if not r.score.passed)
-    if max_examples <= 0 or not failures:
-        return None
-    if len(held) < max_examples:
-        ids = pick_examples(batch, 1, set(taken), [d.answer for d in held], train)
-        return Patch(FORM_FIX_MINIBATCH, [Edit("add_example", "", ids[0], why)], failures) if ids else None
-    labels = {task_label(r.task) for r in batch if r.task.answers}
-    _, shown = label_counts([d.answer for d in held], wrong_labels(batch, labels))
-    # the most shown label, the last example of it on a tie (max keeps the first of equals)
-    drop = max(reversed(held), key=lambda d: shown[normalize_text(d.answer)])
-    failed = [r for r in batch if r.task.answers and not r.score.passed and r.task.id not in taken]
-    pool = [r for r in failed if task_label(r.task) != normalize_text(drop.answer)] or failed
-    if not pool:
-        return None
-    pick = min(pool, key=lambda r: shown[task_label(r.task)])  # first of the least
-    why += f"; the example of {drop.answer.strip()} gives way to a failed task of the step"
-    return Patch(FORM_FIX_MINIBATCH, [Edit("replace_example", drop.task_id, pick.task.id, why)], failures)
-
-
 @dataclass(frozen=True)
 class RuleAndExamples:
     """The form rule, and with `examples` worked examples up to the cap."""
@@ -219,30 +167,10 @@ class RuleAndExamples:
             edits += [Edit("add_example", "", task_id, why) for task_id in ids]
         return Patch(FORM_FIX_MINIBATCH, edits, report.failed) if edits else None
 
-    def propose_when_idle(
-        self,
-        skill: str,
-        batch: Sequence[Rollout],
-        max_examples: int,
-        train: Sequence[Task] = (),
-        refused: frozenset[str] = frozenset(),
-    ) -> Patch | None:
-        return idle_swap(skill, batch, max_examples, train, refused) if self.examples else None
-
 
 class NoFix:
     def propose(
         self, skill: str, batch: Sequence[Rollout], max_examples: int, train: Sequence[Task] = ()
-    ) -> Patch | None:
-        return None
-
-    def propose_when_idle(
-        self,
-        skill: str,
-        batch: Sequence[Rollout],
-        max_examples: int,
-        train: Sequence[Task] = (),
-        refused: frozenset[str] = frozenset(),
     ) -> Patch | None:
         return None
 

@@ -264,18 +264,17 @@ def propose_and_select(
 ) -> tuple[Selection, int]:
     """The step's analysts asked and their edits selected (merged_patch.json). When every
     proposed edit was dropped, the analysts are asked once more (`optimizer.reask_dropped`,
-    `Reflection.reask`) and selection runs over the proposals of both rounds; when that selects
-    nothing either, once more with the form fix's edit for an idle step (`FormFix.propose_when_idle`)."""
+    `Reflection.reask`) and selection runs over the proposals of both rounds."""
     step, epoch, batch = plan_step
     patches = reflection.reflect(step, epoch, state, train, lr)
     failed = [r.result.answer for r in train if not r.score.passed]
     graded = {r.task.id: (r.result.answer, r.score.feedback) for r in train}
     chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded, train)
     if reflection.cfg.optimizer.reask_dropped and should_reask(state.current_text, patches, chosen):
-        patches = [*patches, *reflection.reask(step, state, train, lr, patches)]
-        chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded, train)
-    if not chosen.selected:
-        chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded, train, True)
+        more = reflection.reask(step, state, train, lr, patches)
+        if more:
+            both = [*patches, *more]
+            chosen, max_chars = candidates.select(state, step, batch, both, lr, failed, graded, train)
     state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)  # once per step, final selection
     return chosen, max_chars
 

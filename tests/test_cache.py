@@ -21,6 +21,7 @@ from skillgrad.cache import (
     request_key,
     saved_usage,
 )
+from skillgrad.errors import BudgetExceeded, FatalBackendError
 from skillgrad.traces.steps import TraceStep
 
 MESSAGES = [Message("system", "be brief"), Message("user", "what is 2+2?")]
@@ -247,6 +248,41 @@ def test_agent_errors_are_never_cached(tmp_path: Path) -> None:
     ok = agent.run(TASK, "s", prepared(tmp_path, "w3"))
     assert not ok.is_error and inner.calls == 3
     assert isinstance(agent.run(TASK, "s", prepared(tmp_path, "w4")), CachedAgentResult)
+
+
+class RaisingAgent:
+    """A target whose run ends by raising, after attempts it paid for (a retry the budget refused)."""
+
+    name = "fake_agent"
+    model = "a1"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def run(self, task: Task, skill: str, workspace: Path) -> AgentResult:
+        raise self.error
+
+
+def budget_stop() -> BudgetExceeded:
+    stop = BudgetExceeded("budget.max_calls reached")
+    stop.paid = Usage(20, 4, 1, None)  # as backends/retry.py's renew sets it
+    return stop
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize(
+    "error", [budget_stop(), FatalBackendError("key refused", paid=Usage(20, 4, 1, None))]
+)
+def test_a_run_that_raises_reports_what_its_attempts_paid(
+    tmp_path: Path, enabled: bool, error: Exception
+) -> None:
+    """paid.jsonl gets the attempts of a run that raised: with a server that answers late, a
+    retry refused at budget.max_calls left the ledger at 100 calls and paid.jsonl at 94."""
+    paid: list[Usage] = []
+    agent = CachedAgent(RaisingAgent(error), CallCache(tmp_path / "c", enabled=enabled), on_paid=paid.append)
+    with pytest.raises(type(error)):
+        agent.run(TASK, "s", prepared(tmp_path, "w"))
+    assert paid == [Usage(20, 4, 1, None)]
 
 
 def test_agent_workspace_too_large_is_not_cached(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from skillgrad.backends.interface import Agent
 from skillgrad.cache.store import ZERO_USAGE, CacheStats, CallCache, request_key
+from skillgrad.errors import BackendError, BudgetExceeded
 from skillgrad.snapshot import restore_tree, safe_relative_path, snapshot_tree, tree_digest
 from skillgrad.values import AgentResult, Task, TraceStep, Usage
 
@@ -81,18 +82,27 @@ class CachedAgent:
         key = self._key(task, skill, workspace) if self.cache.enabled else None
         if key is None:
             self.stats.bypass(self.cache.enabled)
-            return self._paid(self.inner.run(task, skill, workspace))
+            return self._paid_run(task, skill, workspace)
         with self.cache.claim(key):
             hit = self._lookup(key, workspace)
             if hit is not None:
                 return hit
-            result = self._paid(self.inner.run(task, skill, workspace))
+            result = self._paid_run(task, skill, workspace)
             self.stats.miss()
             if not result.is_error and not self._store(key, result, workspace):
                 self.stats.skip()
             return result
 
-    def _paid(self, result: AgentResult) -> AgentResult:
+    def _paid_run(self, task: Task, skill: str, workspace: Path) -> AgentResult:
+        """The inner agent's run, its usage reported as paid; a run the budget or a backend ended
+        by raising reports what its attempts had paid (`paid`) before the error goes on: a retry
+        refused at the cap after a timed-out attempt was in the ledger but not in paid.jsonl."""
+        try:
+            result = self.inner.run(task, skill, workspace)
+        except (BackendError, BudgetExceeded) as failed:
+            if self.on_paid is not None and failed.paid is not None:
+                self.on_paid(failed.paid)
+            raise
         if self.on_paid is not None:
             self.on_paid(result.usage)
         return result

@@ -6,11 +6,12 @@ interpreter, `thread` needs the GIL. A native call that blocks while holding the
 outlives its pytest-timeout by a minute, every thread's stack is written to stderr and the process
 exits, so the suite can end but never hang.
 
-The suite runs in two lanes, the two pytest-xdist workers of `-n 2 --dist loadgroup`
-(pyproject.toml), each running its tests one at a time: `LONG_LANE`'s files, which keep one core
-busy for minutes (the packaged model's real runs, a local Ray cluster), and every other test
-beside them on the core they leave. The split balances the lanes by the durations in
-docs/benchmarks.md ("The test suite").
+The suite runs on the two pytest-xdist workers of `-n 2 --dist loadgroup` (pyproject.toml), each
+running its tests one at a time: `LONG_LANE`'s files, which keep one core busy for minutes (the
+packaged model's real runs, a local Ray cluster), go to one worker as one group, in order; every
+other test goes to whichever worker is free, so the worker that finishes the group takes its share
+of the rest. Two fixed lanes (the group, and every other test on the other worker) left one lane
+idle for minutes while the other ran: 903 s against 1092 s (docs/benchmarks.md, "The test suite").
 
 Under `CI=true` a skipped test (or module) fails instead: `.ci/run` installs everything the suite
 needs, so a skip there is a test that silently never ran. The one exception is what CI cannot
@@ -38,7 +39,8 @@ LONG_LANE = frozenset(
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        item.add_marker(pytest.mark.xdist_group("long" if item.path.name in LONG_LANE else "rest"))
+        if item.path.name in LONG_LANE:
+            item.add_marker(pytest.mark.xdist_group("long"))
 
 
 def _timeout_of(item: pytest.Item) -> float:

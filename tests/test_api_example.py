@@ -1,13 +1,14 @@
-"""The example of docs/api.md: it is the file examples/train_in_python.py, it gains when run (on the
-scripted OpenAI server, and as shipped on the packaged model), and mypy --strict accepts it and
-examples/custom_strategies.py against the public API (and refuses each with a type error put in,
-so the check is real)."""
+"""The example of docs/api.md: it is the file examples/train_in_python.py, it gains when run on the
+scripted OpenAI server, and mypy --strict accepts it and examples/custom_strategies.py against the
+public API (and refuses each with a type error put in, so the check is real). Its run on the
+packaged model is not repeated here: the README's command (tests/test_quickstart.py) trains the
+same kind of run on it, and the README's Python snippet (tests/test_readme_python.py) runs
+`skillgrad.train` on it; a third run of minutes kept the suite past 15 minutes."""
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -72,18 +73,9 @@ def test_the_example_gains_on_the_scripted_server(tmp_path: Path, capsys: pytest
 
 
 def test_mypy_strict_accepts_the_example_against_the_public_api(tmp_path: Path) -> None:
-    # One cache folder for both runs, new to this test: the second run re-reads the package's types
-    # from the first instead of checking the package again.
-    def mypy(*paths: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "c"), *map(str, paths)],
-            capture_output=True, text=True, timeout=600, cwd=REPO,
-        )  # fmt: skip
-
-    proc = mypy(EXAMPLE, STRATEGIES_EXAMPLE)  # the strategies example too: one run for both
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    # Each example with a wrong type where the API is typed: mypy must see the API's types (for
-    # the strategies example: a gate handed in as the agent, against the Agent protocol).
+    """Both examples and a broken copy of each, in one mypy run (checking the package's types once):
+    the examples pass, and each copy fails where the API is typed (for the strategies example: a
+    gate handed in as the agent, against the Agent protocol), so mypy sees the API's types."""
     broken = tmp_path / "broken" / "broken_example.py"
     broken.parent.mkdir()
     source = EXAMPLE.read_text(encoding="utf-8")
@@ -95,36 +87,16 @@ def test_mypy_strict_accepts_the_example_against_the_public_api(tmp_path: Path) 
     strategies.write_text(
         source.replace("agent=RuleFollower(),", "agent=NoRegressionGate(),"), encoding="utf-8"
     )
-    proc = mypy(broken, strategies)
-    assert proc.returncode == 1 and 'Argument "split" to "evaluate"' in proc.stdout, proc.stdout
-    assert "broken_strategies.py:" in proc.stdout and 'Argument "agent" to "train"' in proc.stdout, (
+    paths = [EXAMPLE, STRATEGIES_EXAMPLE, broken, strategies]
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "c"), *map(str, paths)],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )  # fmt: skip
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert proc.returncode == 1 and errors, proc.stdout + proc.stderr
+    # the examples as shipped have no error: every one is in a broken copy
+    assert all(Path(line.split(":", 1)[0]).name in (broken.name, strategies.name) for line in errors), (
         proc.stdout
     )
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900, method="thread")
-def test_the_example_on_the_packaged_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The example as shipped (both roles the packaged SmolLM2-135M, 12/12/16 items, one call and one
-    stage at a time), the call cache off so that the model really runs: it learns a fact into the
-    skill and gains on val (0 -> 0.25 as measured), and its test pass is never below the initial
-    skill's. One worker and no overlap keep the order of the calls, which the 135M's answers depend
-    on (llama.cpp reuses the previous prompt's cached prefix): with overlap the baseline interleaved
-    with step 1 by timing, and two runs made different skills (test 0 -> 0.19 and 0 -> 0). The test
-    runs the example as it is, the run a reader gets."""
-    from skillgrad.backends.local_models import pull_default_model
-
-    pull_default_model()  # once per machine (~98 MB from the package registry), then cached
-    example = example_namespace()
-    config = example["CONFIG"]
-    assert config["train"]["concurrency"] == 1 and config["train"]["overlap"] is False  # repeatable
-    config["cache"] = {"enabled": False}
-    evaluation = example["main"](config, str(tmp_path / "run"))
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
-    assert summary["best_val_score"] > summary["baseline_val_score"] == 0.0, summary
-    assert summary["test"]["best"] >= summary["test"]["baseline"] == 0.0, summary
-    assert evaluation.mean_score == summary["test"]["best"] and evaluation.n == 16
-    skill = (tmp_path / "run" / "best_skill.md").read_text(encoding="utf-8")
-    assert any(value in skill for value, _, _ in example["FACTS"].values()), skill  # a fact, learned
-    assert "test: " in capsys.readouterr().out
-    shutil.rmtree(tmp_path / "run", ignore_errors=True)
+    assert any(broken.name in e and 'Argument "split" to "evaluate"' in e for e in errors), proc.stdout
+    assert any(strategies.name in e and 'Argument "agent" to "train"' in e for e in errors), proc.stdout

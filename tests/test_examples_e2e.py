@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from skillgrad.backends.chat_agent import task_prompt
 from skillgrad.benchmarks.catalog import load_benchmark
 from skillgrad.config import load_config
@@ -259,25 +257,13 @@ def copies_the_majority(request: Request) -> str:
     return top if top is not None and 2 * shown.count(top) > len(shown) else label
 
 
-SWAP_GATES = {  # overrides -> (gate.json's gate, accepted): the swap wins 4-0 on 6 val items, p 0.0625
-    ("optimizer.gate_alpha=0.1",): ("paired (examples swapped)", True),
-    (): ("paired (examples swapped)", False),  # the default alpha, 0.05: not a significant win
-    ("optimizer.swap_gate=gate",): ("strict", True),  # judged as any candidate: a higher mean
-}
-
-
-@pytest.mark.parametrize("overrides", list(SWAP_GATES), ids=["alpha-0.1", "default", "swap_gate-gate"])
-def test_an_example_of_the_label_the_target_gives_wrongly_is_swapped_and_judged_by_the_swap_gate(
-    tmp_path: Path, overrides: tuple[str, ...]
+def test_an_example_of_the_label_the_target_gives_wrongly_is_swapped_and_passes_the_gate(
+    tmp_path: Path,
 ) -> None:
     """An initial skill whose four examples are (B) (B) (B) and one (D): the target answers (B) to
     every task, in form, so no rule is due. At the step whose answers give (B) wrongly twice, the
-    form fix swaps the last (B) example for a task of the step of the label shown least, and then
-    no label holds the majority and the target answers right: val 2/6 -> 6/6, four wins and no
-    loss. A candidate that only swaps examples must win the paired test (optimizer.swap_gate): at
-    alpha 0.1 it does (p 0.0625), at the default 0.05 it does not and the skill stays; with
-    `swap_gate: gate` the strict gate keeps it."""
-    gate_name, accepted = SWAP_GATES[overrides]
+    form fix swaps the last (B) example for a task of the step of the label shown least, and the
+    gate keeps the swap: no label holds the majority, and the target answers right."""
     tasks = train_tasks(tmp_path)
     b_tasks = [t for t in tasks if t.answers[0] == "(B)"]
     d_task = next(t for t in tasks if t.answers[0] == "(D)")
@@ -290,8 +276,6 @@ def test_an_example_of_the_label_the_target_gives_wrongly_is_swapped_and_judged_
         f"skill.init={initial}",
         "train.batch_size=3",
         "train.minibatch_size=3",
-        "optimizer.validation=full",  # racing would stop the default's candidate early: same decision
-        *overrides,
         target=copies_the_majority,
     )
     labels = {t.id: t.answers[0] for t in tasks}
@@ -306,13 +290,8 @@ def test_an_example_of_the_label_the_target_gives_wrongly_is_swapped_and_judged_
     assert (swap["op"], swap["target"]) == ("replace_example", b_tasks[-1].id)
     assert swap["content"] in labels and swap["content"] not in held and labels[swap["content"]] != "(B)"
     assert swap["rationale"].startswith("form fix: the target answered (B) wrongly on ")
-    gate = read_json(out / "steps" / step / "gate.json")
-    assert (gate["gate"], gate["accepted"], gate["candidate_score"]) == (gate_name, accepted, 1.0)
-    if gate_name.startswith("paired"):
-        assert gate["p_value"] == 0.0625 and f"p = 0.0625 {'<=' if accepted else '>'} alpha" in gate["reason"]
+    assert read_json(out / "steps" / step / "gate.json")["accepted"] is True
     summary = read_json(out / "summary.json")
-    assert summary["baseline_val_score"] == 2 / 6
-    assert summary["best_val_score"] == (1.0 if accepted else 2 / 6)
+    assert summary["baseline_val_score"] == 2 / 6 and summary["best_val_score"] == 1.0
     demos = parse_demos((out / "best_skill.md").read_text(encoding="utf-8"))
-    kept = [b_tasks[0].id, b_tasks[1].id, swap["content"] if accepted else b_tasks[2].id, d_task.id]
-    assert [d.task_id for d in demos] == kept
+    assert [d.task_id for d in demos] == [b_tasks[0].id, b_tasks[1].id, swap["content"], d_task.id]

@@ -160,7 +160,6 @@ UNKEYED: dict[str, str] = {
     "optimizer.validation": DECISION,
     "optimizer.race_waves": DECISION,
     "optimizer.tie_break": DECISION,
-    "optimizer.swap_gate": DECISION,
     "optimizer.merge*": DECISION,
     "optimizer.rank": DECISION,
     "optimizer.reask_dropped": DECISION,

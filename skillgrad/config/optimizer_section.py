@@ -128,12 +128,6 @@ class OptimizerConfig(Section):
     0 -> 1, i.e. 1 / items of the score, whatever `val_repeats` is); with 0/1 scores and one repeat
     any gain, with more repeats a whole item (`1 / val_repeats` keeps one more right run), and with
     continuous scores (F1) it rejects a gain smaller than fixing one item outright; 0: any gain."""
-    swap_gate: Literal["paired", "gate"] = "paired"
-    """What judges a candidate whose every edit swaps a worked example for another
-    (`replace_example`: as many examples, the same rules; loop/decision/swap_gate.py): `paired`
-    accepts it only on a significant win, the paired test at `gate_alpha`, whatever `gate` is (a
-    12-item val split moved by one or two answers kept swaps that then lowered test, measured in
-    the results); `gate`: the configured gate, as any candidate. Greedy search only."""
     tie_break: Literal["form", "none"] = "form"
     """What a validation tie comes to (loop/decision/tie_break.py): `form` keeps the candidate
     when its val answers hold the form the val split's expected answers share (an option label,

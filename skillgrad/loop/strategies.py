@@ -18,7 +18,6 @@ from skillgrad.config import Config, OptimizerConfig
 from skillgrad.errors import UserError
 from skillgrad.loop.custom_strategies import Custom, label, lacks
 from skillgrad.loop.decision.gate import Gate, make_gate, mean_of
-from skillgrad.loop.decision.swap_gate import swap_gate
 from skillgrad.loop.decision.tie_break import TIE_BREAKS, NoTieBreak, TieBreak
 from skillgrad.loop.formfix import FORM_FIXES, FormFix, NoFix
 from skillgrad.loop.patch_merge import MERGERS, MergedEdit, Patch
@@ -55,8 +54,6 @@ class Strategies:
     gate_name: str | None = None  # gate.json's `gate`: a caller's gate's label; None: optimizer.gate
     # what a tie of the configured gate comes to (a caller's gate decides its ties itself)
     tie_break: TieBreak = NoTieBreak()
-    # what a candidate that only swaps examples must pass instead (None: the gate, as any candidate)
-    swap_gate: Gate | None = None
 
     @classmethod
     def from_config(cls, opt: OptimizerConfig, custom: Custom | None = None) -> Strategies:
@@ -76,7 +73,6 @@ class Strategies:
             parent_name=custom.labels.get("parent", opt.parent),
             gate_name=custom.labels.get("gate"),
             tie_break=NoTieBreak() if own_gate else TIE_BREAKS[opt.tie_break],
-            swap_gate=None if own_gate else swap_gate(opt.swap_gate, opt.gate_alpha, opt.val_repeats),
         )
 
 

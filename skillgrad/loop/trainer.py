@@ -26,7 +26,6 @@ from skillgrad.loop.candidate import Candidates
 from skillgrad.loop.decision.gate import Gate
 from skillgrad.loop.decision.judge import judge, scored
 from skillgrad.loop.decision.racing import Race, Validation, validate
-from skillgrad.loop.decision.swap_gate import SWAP_GATE, swaps_only
 from skillgrad.loop.decision.tie_break import NoTieBreak, TieBreak
 from skillgrad.loop.event_bus import Events
 from skillgrad.loop.interleaved import Interleaved
@@ -44,7 +43,7 @@ from skillgrad.loop.strategies import Strategies, make_search, search_settings
 from skillgrad.loop.valruns import ValRuns, val_forms
 from skillgrad.package.doc import PackageDoc
 from skillgrad.run_folder import RunDir, version_name
-from skillgrad.skilldoc import Edit, EditOutcome, SkillDoc
+from skillgrad.skilldoc import EditOutcome, SkillDoc
 from skillgrad.values import Rollout, Task
 
 __all__ = ["Roles", "Trainer", "TrainingFailed"]
@@ -74,7 +73,6 @@ class Trainer:
         self.metric, self.test_repeats = strategies.metric, strategies.test_repeats
         self.gate_name = strategies.gate_name  # gate.json's `gate`
         self.gate, self.tie_break = strategies.gate, strategies.tie_break
-        self.swap_gate = strategies.swap_gate
         self.interleaved = interleaved
         self.benchmark_split = Splits(benchmark)
         self.candidates = Candidates(
@@ -196,12 +194,13 @@ class Trainer:
             skipped = GateRecord.skipped(state.current_score, self.cfg.optimizer, blocked, self.gate_name)
             self.run.write_gate(step, skipped.to_json())
             return replace(started, skip_reason=blocked)
-        gate, tie_break, gate_name = self._gate_for(state, candidate.text, applied)
+        gate = self.search.gate(state, candidate.text)
+        tie_break = self.tie_break if gate is self.gate else NoTieBreak()  # not a frontier's pool entry
         val, incumbent = self._validate(state, step, candidate, nxt, gate, tie_break)
         forms = [val_forms(state, text) for text in (candidate.text, state.current_text)]
         decision = tie_break.decide(judge(gate, val, incumbent), val, incumbent, *forms)
         score, raced = scored(self.metric, gate, val, incumbent)
-        record = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer, raced, gate_name)
+        record = GateRecord.of(decision, val, state.current_score, self.cfg.optimizer, raced, self.gate_name)
         self.run.write_gate(step, replace(record, candidate_score=score).to_json())
         version = None
         if decision.accepted:
@@ -219,19 +218,6 @@ class Trainer:
             missing=val.missing_count,
             held=decision.held,
         )
-
-    def _gate_for(
-        self, state: TrainState, text: str, applied: Sequence[Edit]
-    ) -> tuple[Gate, TieBreak, str | None]:
-        """The gate that judges the candidate `text`, what a tie comes to, and gate.json's name
-        for it: the search's (a frontier's pool entry breaks no tie), or for a greedy candidate
-        that only swaps examples, the swap gate (loop/decision/swap_gate.py)."""
-        gate = self.search.gate(state, text)
-        if gate is not self.gate:
-            return gate, NoTieBreak(), self.gate_name
-        if self.swap_gate is not None and swaps_only(applied):
-            return self.swap_gate, NoTieBreak(), SWAP_GATE
-        return gate, self.tie_break, self.gate_name
 
     def _validate(
         self,

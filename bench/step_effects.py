@@ -1,0 +1,212 @@
+"""What each step of skillgrad's bench runs did on test, beside what its gate saw on val.
+
+    python bench/step_effects.py --target-model Q15.gguf WORK/bbh_date/seed2 WORK/bbh_date/seed3 ...
+    python bench/step_effects.py --table-only SEED_FOLDER ...   # only the scores already known
+
+SEED_FOLDER: a seed's folder under bench/vs_peers.py's --work (its `skillgrad/run` run folder,
+its `config.yaml` and its `test_scores*.json`, the test scores the bench measured, by skill text).
+For every step that validated a candidate: the val items the candidate won and lost against the
+incumbent, the one-sided exact p-value of those (the paired gate's test, `optimizer.gate: paired`;
+with one run per item, the sign test on the items that differ), the kind of its edits (`swaps`:
+every one a `replace_example`; `adds`: examples added, with or without a rule; `other`), the
+gate's decision; for an accepted step, the test score of the skill before and after it. A skill
+without a known test score is evaluated with `skillgrad eval --split test` against the target
+served as the bench serves it (bench/peers_server.py, --threads, the benchmark's output cap), and
+its score is added to the seed folder's test scores (at temperature 0 the same skill gets the
+same answers: bench/peers_systems.TestScores). Then per kind of step: the accepted steps' mean
+test change, how many rose and fell, and the two-sided sign test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from peers_bench import BENCHMARKS  # noqa: E402
+from peers_server import Served  # noqa: E402
+from peers_systems import TestScores  # noqa: E402
+from peers_tables import sign_test  # noqa: E402
+
+from skillgrad.loop.decision.gate import PairedGate, compared  # noqa: E402
+
+Scores = dict[str, list[float]]  # an item -> its runs' scores (state.json's val_results)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One validated candidate of one run."""
+
+    seed_folder: str
+    step: int
+    kind: str  # swaps | adds | other
+    wins: int
+    losses: int
+    p_value: float
+    accepted: bool
+    before: str  # the incumbent's skill text
+    after: str  # the candidate's
+
+
+def edit_kind(ops: Sequence[str]) -> str:
+    """`swaps` (example replacements alone), `adds` (examples added, rules too or not), `other`."""
+    if ops and all(op == "replace_example" for op in ops):
+        return "swaps"
+    if "add_example" in ops and not {"replace_example", "remove_example"} & set(ops):
+        return "adds"
+    return "other"
+
+
+def wins_losses(candidate: Scores, incumbent: Scores) -> tuple[int, int, float]:
+    """Items whose mean the candidate raised and lowered, and the paired test's one-sided p."""
+    mine, theirs = compared(candidate, incumbent)
+
+    def mean(values: Sequence[float]) -> float:
+        return sum(values) / len(values)
+
+    wins = sum(1 for item in mine if mean(mine[item]) > mean(theirs[item]))
+    losses = sum(1 for item in mine if mean(mine[item]) < mean(theirs[item]))
+    return wins, losses, float(PairedGate(0.05).decide(candidate, incumbent).p_value or 1.0)
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def steps_of(seed_folder: Path) -> list[Step]:
+    """The validated steps of the seed folder's run, in order, each against its incumbent."""
+    run = seed_folder / "skillgrad" / "run"
+    results = read_json(run / "state.json")["val_results"]
+    incumbent = (run / "skills" / "v0000.md").read_text(encoding="utf-8")
+    found = []
+    for folder in sorted(p for p in (run / "steps").iterdir() if (p / "candidate_skill.md").is_file()):
+        gate = read_json(folder / "gate.json")
+        candidate = (folder / "candidate_skill.md").read_text(encoding="utf-8")
+        mine, theirs = results.get(sha256(candidate)), results.get(sha256(incumbent))
+        if mine is None or theirs is None:
+            continue  # a skipped step (nothing validated)
+        ops = [e["op"] for e in read_json(folder / "merged_patch.json").get("selected", [])]
+        wins, losses, p_value = wins_losses(mine, theirs)
+        step = Step(str(seed_folder), int(folder.name), edit_kind(ops), wins, losses, p_value,
+                    bool(gate["accepted"]), incumbent, candidate)  # fmt: skip
+        found.append(step)
+        incumbent = candidate if step.accepted else incumbent
+    return found
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def score_file(seed_folder: Path) -> Path:
+    found = sorted(seed_folder.glob("test_scores*.json"))
+    return found[0] if found else seed_folder / "test_scores.json"
+
+
+def evaluator(seed_folder: Path, base_url: str) -> Callable[[Path], float]:
+    """`skillgrad eval --split test` of a skill file with the seed folder's config, at `base_url`."""
+    config = seed_folder / "config.yaml"
+    seed = int(seed_folder.name.removeprefix("seed"))
+
+    def evaluate(skill: Path) -> float:
+        out = skill.parent / "eval"
+        cmd = [sys.executable, "-m", "skillgrad.cli", "eval", "--config", str(config), "--skill", str(skill),
+               "--split", "test", "--out", str(out), "--set", f"benchmark.seed={seed}",
+               "--set", f"model.base_url={base_url}"]  # fmt: skip
+        with (skill.parent / "eval.log").open("w", encoding="utf-8") as log:
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True)
+        return float(read_json(out / "eval.json")["mean_score"])
+
+    return evaluate
+
+
+def test_scores(steps: Sequence[Step], evaluate: Callable[[Path, str], float] | None) -> dict[str, float]:
+    """The test score of every accepted step's skills, by text (known ones read; the others
+    evaluated with `evaluate(seed folder, text)`, or left out without one)."""
+    known: dict[str, float] = {}
+    for step in (s for s in steps if s.accepted):
+        scores = TestScores(score_file(Path(step.seed_folder)))
+        for text in (step.before, step.after):
+            key = sha256(text)[:16]
+            if text in known:
+                continue
+            if key in scores.scores:
+                known[text] = scores.scores[key]
+            elif evaluate is not None:
+                known[text] = evaluate(Path(step.seed_folder), text)
+    return known
+
+
+def table(steps: Sequence[Step], known: Mapping[str, float]) -> list[str]:
+    lines = ["| run | step | edits | val wins / losses | p (paired) | gate | test before -> after |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for s in steps:
+        test = "-"
+        if s.accepted and s.before in known and s.after in known:
+            test = f"{known[s.before]:.3f} -> {known[s.after]:.3f}"
+        run = "/".join(Path(s.seed_folder).parts[-2:])
+        gate = "accepted" if s.accepted else "rejected"
+        lines.append(
+            f"| {run} | {s.step} | {s.kind} | {s.wins} / {s.losses} | {s.p_value:.3f} | {gate} | {test} |"
+        )
+    lines += ["", "| edits | accepted steps scored | mean test change | rose / fell (sign test p) |",
+              "| --- | --- | --- | --- |"]  # fmt: skip
+    for kind in ("adds", "swaps", "other"):
+        changes = [known[s.after] - known[s.before] for s in steps
+                   if s.kind == kind and s.accepted and s.before in known and s.after in known]  # fmt: skip
+        if changes:
+            up, down, p = sign_test(changes)
+            lines.append(
+                f"| {kind} | {len(changes)} | {sum(changes) / len(changes):+.3f} | {up} / {down} ({p:.3f}) |"
+            )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("seed_folders", nargs="+", type=Path)
+    parser.add_argument(
+        "--target-model", type=Path, help="GGUF of the target (to score skills not scored yet)"
+    )
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--ctx", type=int, default=4096)
+    parser.add_argument("--table-only", action="store_true", help="the scores already known only")
+    args = parser.parse_args(argv)
+    for folder in args.seed_folders:
+        if not (folder / "skillgrad" / "run" / "state.json").is_file():
+            print(
+                f"{folder}: no skillgrad/run/state.json: pass a seed folder of vs_peers --work",
+                file=sys.stderr,
+            )
+            return 2
+    steps = [s for folder in args.seed_folders for s in steps_of(folder)]
+    if args.table_only or args.target_model is None:
+        known = test_scores(steps, None)
+    else:
+        with Served(
+            {"target": args.target_model}, {"target": 0}, ctx=args.ctx, threads=args.threads
+        ) as served:
+
+            def evaluate(seed_folder: Path, text: str) -> float:
+                served.router.caps["target"] = BENCHMARKS[seed_folder.parent.name].target_cap  # as the bench
+                scores = TestScores(score_file(seed_folder))
+                folder = seed_folder / f"test_{sha256(text)[:16]}"
+                return scores.get(text, evaluator(seed_folder, served.router.base_url), folder)
+
+            known = test_scores(steps, evaluate)
+    print("\n".join(table(steps, known)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -15,10 +15,10 @@ import pytest
 from skillgrad.backends.interface import AgentResult, Usage
 from skillgrad.benchmarks.contract import Task
 from skillgrad.config import config_from_data
-from skillgrad.errors import FatalBackendError
+from skillgrad.errors import FatalBackendError, UserError
 from skillgrad.executors.executor import EXECUTORS, open_executor
 from skillgrad.executors.job import RolloutJob, job_for, restore_outcome, run_job, secret_env, worker_config
-from skillgrad.executors.ray_cluster import runtime_env
+from skillgrad.executors.ray_cluster import import_ray, runtime_env
 from skillgrad.executors.threads import ThreadExecutor
 from tests.ray_cluster import free_port
 
@@ -233,3 +233,10 @@ def test_backends_lists_the_ray_executor() -> None:
     assert any(
         line.startswith("executor ray") and "usable (ray 2." in line for line in proc.stdout.splitlines()
     )
+
+
+def test_without_ray_the_ray_executor_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert import_ray().__name__ == "ray"
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed: importing it raises
+    with pytest.raises(UserError, match=r"^train.executor 'ray' needs Ray: pip install 'skillgrad\[ray\]'$"):
+        import_ray()

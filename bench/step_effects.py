@@ -128,30 +128,38 @@ def evaluator(seed_folder: Path, base_url: str) -> Callable[[Path], float]:
     return evaluate
 
 
-def test_scores(steps: Sequence[Step], evaluate: Callable[[Path, str], float] | None) -> dict[str, float]:
-    """The test score of every accepted step's skills, by text (known ones read; the others
-    evaluated with `evaluate(seed folder, text)`, or left out without one)."""
-    known: dict[str, float] = {}
+def test_scores(
+    steps: Sequence[Step], evaluate: Callable[[Path, str], float] | None
+) -> dict[tuple[str, str], float]:
+    """The test score of every accepted step's skills, by (seed folder, text): a skill scores
+    otherwise on another seed's items (known ones read; the others evaluated with
+    `evaluate(seed folder, text)`, or left out without one)."""
+    known: dict[tuple[str, str], float] = {}
     for step in (s for s in steps if s.accepted):
         scores = TestScores(score_file(Path(step.seed_folder)))
         for text in (step.before, step.after):
             key = sha256(text)[:16]
-            if text in known:
+            if (step.seed_folder, text) in known:
                 continue
             if key in scores.scores:
-                known[text] = scores.scores[key]
+                known[step.seed_folder, text] = scores.scores[key]
             elif evaluate is not None:
-                known[text] = evaluate(Path(step.seed_folder), text)
+                known[step.seed_folder, text] = evaluate(Path(step.seed_folder), text)
     return known
 
 
-def table(steps: Sequence[Step], known: Mapping[str, float]) -> list[str]:
+def change(step: Step, known: Mapping[tuple[str, str], float]) -> tuple[float, float] | None:
+    """An accepted step's test score before and after it (None: not both known)."""
+    before, after = (known.get((step.seed_folder, text)) for text in (step.before, step.after))
+    return (before, after) if step.accepted and before is not None and after is not None else None
+
+
+def table(steps: Sequence[Step], known: Mapping[tuple[str, str], float]) -> list[str]:
     lines = ["| run | step | edits | val wins / losses | p (paired) | gate | test before -> after |",
              "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for s in steps:
-        test = "-"
-        if s.accepted and s.before in known and s.after in known:
-            test = f"{known[s.before]:.3f} -> {known[s.after]:.3f}"
+        scored = change(s, known)
+        test = f"{scored[0]:.3f} -> {scored[1]:.3f}" if scored else "-"
         run = "/".join(Path(s.seed_folder).parts[-2:])
         gate = "accepted" if s.accepted else "rejected"
         lines.append(
@@ -160,8 +168,7 @@ def table(steps: Sequence[Step], known: Mapping[str, float]) -> list[str]:
     lines += ["", "| edits | accepted steps scored | mean test change | rose / fell (sign test p) |",
               "| --- | --- | --- | --- |"]  # fmt: skip
     for kind in ("adds", "swaps", "other"):
-        changes = [known[s.after] - known[s.before] for s in steps
-                   if s.kind == kind and s.accepted and s.before in known and s.after in known]  # fmt: skip
+        changes = [c[1] - c[0] for s in steps if s.kind == kind and (c := change(s, known))]
         if changes:
             up, down, p = sign_test(changes)
             lines.append(

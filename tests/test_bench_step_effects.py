@@ -100,7 +100,8 @@ def test_a_missing_score_is_evaluated_and_kept(tmp_path: Path) -> None:
         return 0.5
 
     known = se.test_scores(se.steps_of(folder), evaluate)
-    assert asked == [V1] and known == {EMPTY: 0.0, V1: 0.5, V2: 0.25}
+    here = str(folder)
+    assert asked == [V1] and known == {(here, EMPTY): 0.0, (here, V1): 0.5, (here, V2): 0.25}
     lines = se.table(se.steps_of(folder), known)
     assert "| bbh_date/seed2 | 2 | swaps | 1 / 0 | 0.500 | accepted | 0.500 -> 0.250 |" in lines
     assert (
@@ -137,3 +138,14 @@ def test_the_evaluator_scores_a_skill_on_the_test_split_at_the_served_address(tm
 def test_a_folder_without_a_run_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert se.main(["--table-only", str(tmp_path)]) == 2
     assert "no skillgrad/run/state.json" in capsys.readouterr().err
+
+
+def test_each_seed_keeps_its_own_scores_of_the_same_skill_text(tmp_path: Path) -> None:
+    """The empty skill scores 0 on one seed's test items and 0.5 on another's."""
+    one = seed_folder(tmp_path / "one", {EMPTY: 0.0, V1: 0.5, V2: 0.25})
+    two = seed_folder(tmp_path / "two", {EMPTY: 0.5, V1: 0.75, V2: 0.75})
+    steps = se.steps_of(one) + se.steps_of(two)
+    lines = se.table(steps, se.test_scores(steps, None))
+    assert lines.count("| bbh_date/seed2 | 1 | adds | 4 / 0 | 0.062 | accepted | 0.000 -> 0.500 |") == 1
+    assert lines.count("| bbh_date/seed2 | 1 | adds | 4 / 0 | 0.062 | accepted | 0.500 -> 0.750 |") == 1
+    assert "| adds | 2 | +0.375 | 2 / 0 (0.500) |" in lines

@@ -20,9 +20,7 @@ test change, how many rose and fell, and the two-sided sign test.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,12 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from peers_bench import BENCHMARKS  # noqa: E402
 from peers_server import Served  # noqa: E402
-from peers_systems import TestScores  # noqa: E402
+from peers_systems import TestScores, run, skill_key  # noqa: E402
 from peers_tables import sign_test  # noqa: E402
 
 from skillgrad.loop.decision.gate import PairedGate, compared  # noqa: E402
-
-Scores = dict[str, list[float]]  # an item -> its runs' scores (state.json's val_results)
+from skillgrad.loop.state import ValResults  # noqa: E402
+from skillgrad.skilldoc import SkillDoc  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,7 @@ def edit_kind(ops: Sequence[str]) -> str:
     return "other"
 
 
-def wins_losses(candidate: Scores, incumbent: Scores) -> tuple[int, int, float]:
+def wins_losses(candidate: ValResults, incumbent: ValResults) -> tuple[int, int, float]:
     """Items whose mean the candidate raised and lowered, and the paired test's one-sided p."""
     mine, theirs = compared(candidate, incumbent)
 
@@ -90,7 +88,8 @@ def steps_of(seed_folder: Path) -> list[Step]:
     for folder in sorted(p for p in (run / "steps").iterdir() if (p / "candidate_skill.md").is_file()):
         gate = read_json(folder / "gate.json")
         candidate = (folder / "candidate_skill.md").read_text(encoding="utf-8")
-        mine, theirs = results.get(sha256(candidate)), results.get(sha256(incumbent))
+        # keyed as the trainer keys them (state.val_results: the skill's content hash)
+        mine, theirs = (results.get(SkillDoc(text).content_hash) for text in (candidate, incumbent))
         if mine is None or theirs is None:
             continue  # a skipped step (nothing validated)
         ops = [e["op"] for e in read_json(folder / "merged_patch.json").get("selected", [])]
@@ -100,10 +99,6 @@ def steps_of(seed_folder: Path) -> list[Step]:
         found.append(step)
         incumbent = candidate if step.accepted else incumbent
     return found
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def score_file(seed_folder: Path) -> Path:
@@ -121,8 +116,7 @@ def evaluator(seed_folder: Path, base_url: str) -> Callable[[Path], float]:
         cmd = [sys.executable, "-m", "skillgrad.cli", "eval", "--config", str(config), "--skill", str(skill),
                "--split", "test", "--out", str(out), "--set", f"benchmark.seed={seed}",
                "--set", f"model.base_url={base_url}"]  # fmt: skip
-        with (skill.parent / "eval.log").open("w", encoding="utf-8") as log:
-            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True)
+        run(cmd, skill.parent / "eval.log")  # a failed eval exits with its log's tail
         return float(read_json(out / "eval.json")["mean_score"])
 
     return evaluate
@@ -138,7 +132,7 @@ def test_scores(
     for step in (s for s in steps if s.accepted):
         scores = TestScores(score_file(Path(step.seed_folder)))
         for text in (step.before, step.after):
-            key = sha256(text)[:16]
+            key = skill_key(text)
             if (step.seed_folder, text) in known:
                 continue
             if key in scores.scores:
@@ -207,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             def evaluate(seed_folder: Path, text: str) -> float:
                 served.router.caps["target"] = BENCHMARKS[seed_folder.parent.name].target_cap  # as the bench
                 scores = TestScores(score_file(seed_folder))
-                folder = seed_folder / f"test_{sha256(text)[:16]}"
+                folder = seed_folder / f"test_{skill_key(text)}"
                 return scores.get(text, evaluator(seed_folder, served.router.base_url), folder)
 
             known = test_scores(steps, evaluate)

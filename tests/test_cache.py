@@ -250,13 +250,11 @@ def test_agent_errors_are_never_cached(tmp_path: Path) -> None:
     assert isinstance(agent.run(TASK, "s", prepared(tmp_path, "w4")), CachedAgentResult)
 
 
-class RaisingAgent:
+class RaisingAgent(ScriptedAgent):
     """A target whose run ends by raising, after attempts it paid for (a retry the budget refused)."""
 
-    name = "fake_agent"
-    model = "a1"
-
     def __init__(self, error: Exception) -> None:
+        super().__init__()
         self.error = error
 
     def run(self, task: Task, skill: str, workspace: Path) -> AgentResult:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -150,11 +151,11 @@ def share(gain_value: float, room: float | None) -> float | None:
     return gain_value / room if room is not None and room > 1e-9 else None
 
 
-def versus(ours: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]]) -> tuple[int, int, float]:
+def versus(ours: Sequence[Mapping[str, Any]], theirs: Sequence[Mapping[str, Any]]) -> list[float]:
     """Skillgrad against a peer on the seeds both ran, by the test score each reached on the same
-    items: (seeds skillgrad scored higher, lower, sign p)."""
+    items: per seed, skillgrad's score less the peer's."""
     mine = {r["seed"]: float(r["test_after"]) for r in ours}
-    return sign_test([mine[r["seed"]] - float(r["test_after"]) for r in theirs if r["seed"] in mine])
+    return [mine[r["seed"]] - float(r["test_after"]) for r in theirs if r["seed"] in mine]
 
 
 def empty_scores(head: Iterable[Mapping[str, Any]]) -> dict[int, float]:
@@ -194,7 +195,7 @@ def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     order = {name: i for i, name in enumerate(SYSTEMS)}
-    over_bar: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
+    over_bar: dict[tuple[str, str], list[BarEntry]] = {}
     for (key, system), group in sorted(groups.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9))):
         first = group[0]
         # the headroom of the seeds this system ran: another seed's items are other test items
@@ -204,13 +205,14 @@ def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str
         gains = [common_gain(r, empties) for r in group]
         mean_gain = sum(gains) / len(gains)
         up, down, p = sign_test(gains)
-        vs = "-"
+        vs, differences = "-", None
         if system != "skillgrad" and (ours := groups.get((key, "skillgrad"))):
-            better, worse, vp = versus(ours, group)
-            vs = f"{better} / {worse} ({vp:.3f})"
+            differences = versus(ours, group)
+            vs = _versus_cell(differences)
         part = share(mean_gain, room[0] if room else None)
         if room and room[0] >= HEADROOM_BAR:
-            over_bar.setdefault((_model(first["settings"]), system), []).append((mean_gain, part))
+            entry = BarEntry(mean_gain, part, differences)
+            over_bar.setdefault((_model(first["settings"]), system), []).append(entry)
         means = [sum(r[k] for r in group) / len(group) for k in ("test_before", "test_after")]
         calls = [sum(r[k] for r in group) / len(group) for k in ("target_calls", "optimizer_calls")]
         lines.append(
@@ -223,20 +225,43 @@ def learning_table(head: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str
     return [*lines, "", *_bar_table(over_bar)]
 
 
-def _bar_table(over_bar: Mapping[tuple[str, str], list[tuple[float, float | None]]]) -> list[str]:
+@dataclass(frozen=True)
+class BarEntry:
+    """One benchmark's figures for the table over the benchmarks with headroom: a system's mean
+    gain, its share, and skillgrad's score less the system's per seed both ran (None: skillgrad)."""
+
+    gain: float
+    share: float | None
+    differences: list[float] | None
+
+
+def _versus_cell(differences: Sequence[float]) -> str:
+    better, worse, p = sign_test(differences)
+    return f"{better} / {worse} ({p:.3f})"
+
+
+def _bar_table(over_bar: Mapping[tuple[str, str], list[BarEntry]]) -> list[str]:
+    """Per target and system over the benchmarks with headroom: the mean gain and share, and
+    skillgrad against the system over every seed pair of those benchmarks (the mean difference of
+    the scores reached and the sign test of the pairs: one seed of one benchmark is one pair)."""
     lines = [
-        f"| target | system | benchmarks with headroom >= {HEADROOM_BAR:.2f} | mean test gain | mean share |",
-        "| --- | --- | --- | --- | --- |",
+        f"| target | system | benchmarks with headroom >= {HEADROOM_BAR:.2f} | mean test gain | mean share "
+        "| seed pairs | skillgrad - system, mean | skillgrad better / worse (p) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     order = {name: i for i, name in enumerate(SYSTEMS)}
     for (model, system), values in sorted(
         over_bar.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 9))
     ):
-        shares = [s for _, s in values if s is not None]
+        shares = [v.share for v in values if v.share is not None]
         mean_share = sum(shares) / len(shares) if shares else None
+        pairs = [d for v in values for d in v.differences or []]
+        compared = (
+            f"{len(pairs)} | {sum(pairs) / len(pairs):+.3f} | {_versus_cell(pairs)}" if pairs else "- | - | -"
+        )
         lines.append(
-            f"| {model} | {system} | {len(values)} | {sum(g for g, _ in values) / len(values):+.3f} | "
-            f"{_num(mean_share, 2)} |"
+            f"| {model} | {system} | {len(values)} | {sum(v.gain for v in values) / len(values):+.3f} | "
+            f"{_num(mean_share, 2)} | {compared} |"
         )
     return lines
 

@@ -330,13 +330,46 @@ def test_the_learning_table_reports_each_systems_share_of_the_headroom_and_sign_
         "| q05.gguf | bbh_date | - | skillgrad | 1 | +0.500 | - |"
     )
     bar = lines[lines.index("") + 1 :]
-    assert bar[0] == "| target | system | benchmarks with headroom >= 0.10 | mean test gain | mean share |"
+    assert bar[0] == (
+        "| target | system | benchmarks with headroom >= 0.10 | mean test gain | mean share "
+        "| seed pairs | skillgrad - system, mean | skillgrad better / worse (p) |"
+    )
+    # skillgrad against each peer over every seed pair: GEPA's three seeds (+0.25, +0.125, -0.125)
     assert bar[2:5] == [
-        "| q15.gguf | skillgrad | 1 | +0.250 | 0.75 |",
-        "| q15.gguf | gepa | 1 | +0.167 | 0.50 |",
-        "| q15.gguf | dspy | 1 | +0.375 | 1.50 |",
+        "| q15.gguf | skillgrad | 1 | +0.250 | 0.75 | - | - | - |",
+        "| q15.gguf | gepa | 1 | +0.167 | 0.50 | 3 | +0.083 | 2 / 1 (1.000) |",
+        "| q15.gguf | dspy | 1 | +0.375 | 1.50 | 1 | -0.125 | 0 / 1 (1.000) |",
     ]
     assert pt.share(0.1, 0.0) is None and pt.share(0.1, None) is None and pt.share(0.1, 0.2) == 0.5
+
+
+def on_benchmark(record: dict[str, Any], benchmark: str) -> dict[str, Any]:
+    settings = {**record["settings"], "benchmark": benchmark}
+    return {**record, "benchmark": benchmark, "settings": settings}
+
+
+def test_skillgrad_is_compared_with_each_peer_over_the_seeds_of_every_benchmark_with_headroom() -> None:
+    # two benchmarks with headroom (0.5 on both) and one without (its references all score 0.25)
+    head = [on_benchmark(head_row(s, 0.0, 0.5), b) for b in ("bbh_a", "bbh_b") for s in (0, 1)]
+    head += [on_benchmark(head_row(s, 0.25, 0.25), "bbh_flat") for s in (0, 1)]
+    scores = {  # (skillgrad, dspy) per benchmark and seed
+        "bbh_a": ((0.5, 0.25), (0.5, 0.5)),
+        "bbh_b": ((0.75, 0.5), (0.25, 0.5)),
+        "bbh_flat": ((0.0, 1.0), (0.0, 1.0)),
+    }
+    rows = [
+        on_benchmark(peer_row(system, seed, 0.0, pair[i]), b)
+        for b, seeds in scores.items()
+        for seed, pair in enumerate(seeds)
+        for i, system in enumerate(("skillgrad", "dspy"))
+    ]
+    lines = pt.learning_table(head, rows)
+    bar = lines[lines.index("") + 1 :]
+    # bbh_flat's pairs (DSPy far ahead) are not among them: no headroom there
+    assert bar[2:4] == [
+        "| q15.gguf | skillgrad | 2 | +0.500 | 1.00 | - | - | - |",
+        "| q15.gguf | dspy | 2 | +0.438 | 0.88 | 4 | +0.062 | 2 / 1 (1.000) |",
+    ]
 
 
 def test_the_change_table_pairs_skillgrads_rows_with_earlier_ones_seed_by_seed() -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +36,9 @@ from peers_systems import TestScores, run, skill_key  # noqa: E402
 from peers_tables import sign_test  # noqa: E402
 
 from skillgrad.loop.decision.gate import PairedGate, compared  # noqa: E402
+from skillgrad.loop.shapes import named_answer  # noqa: E402
 from skillgrad.loop.state import ValResults  # noqa: E402
-from skillgrad.skilldoc import SkillDoc  # noqa: E402
+from skillgrad.skilldoc import SkillDoc, normalize_text  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -142,32 +144,87 @@ def test_scores(
     return known
 
 
+def eval_folder(seed_folder: Path, text: str) -> Path:
+    """Where the bench (and `evaluator`) evaluated `text` on the seed's test split; the empty
+    skill's is `test_initial`."""
+    return seed_folder / ("test_initial" if not text.strip() else f"test_{skill_key(text)}")
+
+
+def top_label(folder: Path) -> tuple[str, float] | None:
+    """The expected answer the test answers of an evaluation give most (`shapes.named_answer`
+    against the test items' expected answers) and the share of the items that give it; None
+    without the evaluation's answers."""
+    scores = [read_json(p) for p in sorted((folder / "eval" / "rollouts" / "test").glob("*/score.json"))]
+    if not scores:
+        return None
+    labels = {normalize_text(str(e)) for s in scores for e in s.get("expected") or []}
+    named = Counter(named_answer(str(s.get("answer") or ""), labels) for s in scores)
+    named.pop(None, None)
+    if not named:
+        return None
+    label, count = max(sorted(named.items()), key=lambda item: item[1])
+    return str(label), count / len(scores)
+
+
 def change(step: Step, known: Mapping[tuple[str, str], float]) -> tuple[float, float] | None:
     """An accepted step's test score before and after it (None: not both known)."""
     before, after = (known.get((step.seed_folder, text)) for text in (step.before, step.after))
     return (before, after) if step.accepted and before is not None and after is not None else None
 
 
-def table(steps: Sequence[Step], known: Mapping[tuple[str, str], float]) -> list[str]:
-    lines = ["| run | step | edits | val wins / losses | p (paired) | gate | test before -> after |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+Spread = tuple[str, float] | None  # `top_label` of a skill's test answers
+
+
+def spreads_of(steps: Sequence[Step]) -> dict[tuple[str, str], Spread]:
+    """`top_label` of each accepted step's skills, by (seed folder, text)."""
+    texts = {(s.seed_folder, t) for s in steps if s.accepted for t in (s.before, s.after)}
+    return {(folder, t): top_label(eval_folder(Path(folder), t)) for folder, t in texts}
+
+
+def _spread_cell(before: Spread, after: Spread) -> str:
+    if before is None or after is None:
+        return "-"
+    return f"{before[0]} {before[1]:.2f} -> {after[0]} {after[1]:.2f}"
+
+
+def _change_line(name: str, changes: Sequence[float]) -> str:
+    up, down, p = sign_test(changes)
+    return f"| {name} | {len(changes)} | {sum(changes) / len(changes):+.3f} | {up} / {down} ({p:.3f}) |"
+
+
+def table(
+    steps: Sequence[Step],
+    known: Mapping[tuple[str, str], float],
+    spreads: Mapping[tuple[str, str], Spread] | None = None,
+) -> list[str]:
+    """The steps, then the accepted steps' test changes per kind of edit and, where the test
+    answers are at hand, per kind and by whether the step spread them over more labels (the share
+    of the label they give most fell) or gathered them (it rose)."""
+    spreads = spreads or {}
+    lines = ["| run | step | edits | val wins / losses | p (paired) | gate | test before -> after "
+             "| test answers' top label, share |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    moved: dict[str, list[float]] = {}
     for s in steps:
         scored = change(s, known)
         test = f"{scored[0]:.3f} -> {scored[1]:.3f}" if scored else "-"
         run = "/".join(Path(s.seed_folder).parts[-2:])
         gate = "accepted" if s.accepted else "rejected"
+        before, after = (spreads.get((s.seed_folder, t)) for t in (s.before, s.after))
         lines.append(
-            f"| {run} | {s.step} | {s.kind} | {s.wins} / {s.losses} | {s.p_value:.3f} | {gate} | {test} |"
+            f"| {run} | {s.step} | {s.kind} | {s.wins} / {s.losses} | {s.p_value:.3f} | {gate} | {test} "
+            f"| {_spread_cell(before, after)} |"
         )
+        if scored and before and after and abs(after[1] - before[1]) > 1e-9:
+            way = "spread (top share fell)" if after[1] < before[1] else "gathered (top share rose)"
+            moved.setdefault(f"{s.kind}, answers {way}", []).append(scored[1] - scored[0])
     lines += ["", "| edits | accepted steps scored | mean test change | rose / fell (sign test p) |",
               "| --- | --- | --- | --- |"]  # fmt: skip
     for kind in ("adds", "swaps", "other"):
         changes = [c[1] - c[0] for s in steps if s.kind == kind and (c := change(s, known))]
         if changes:
-            up, down, p = sign_test(changes)
-            lines.append(
-                f"| {kind} | {len(changes)} | {sum(changes) / len(changes):+.3f} | {up} / {down} ({p:.3f}) |"
-            )
+            lines.append(_change_line(kind, changes))
+    lines += [_change_line(name, changes) for name, changes in sorted(moved.items())]
     return lines
 
 
@@ -205,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
                 return scores.get(text, evaluator(seed_folder, served.router.base_url), folder)
 
             known = test_scores(steps, evaluate)
-    print("\n".join(table(steps, known)))
+    print("\n".join(table(steps, known, spreads_of(steps))))
     return 0
 
 

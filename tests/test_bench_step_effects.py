@@ -103,7 +103,7 @@ def test_a_missing_score_is_evaluated_and_kept(tmp_path: Path) -> None:
     here = str(folder)
     assert asked == [V1] and known == {(here, EMPTY): 0.0, (here, V1): 0.5, (here, V2): 0.25}
     lines = se.table(se.steps_of(folder), known)
-    assert "| bbh_date/seed2 | 2 | swaps | 1 / 0 | 0.500 | accepted | 0.500 -> 0.250 |" in lines
+    assert "| bbh_date/seed2 | 2 | swaps | 1 / 0 | 0.500 | accepted | 0.500 -> 0.250 | - |" in lines
     assert (
         "| swaps | 1 | -0.250 | 0 / 1 (1.000) |" in lines and "| adds | 1 | +0.500 | 1 / 0 (1.000) |" in lines
     )
@@ -146,6 +146,41 @@ def test_each_seed_keeps_its_own_scores_of_the_same_skill_text(tmp_path: Path) -
     two = seed_folder(tmp_path / "two", {EMPTY: 0.5, V1: 0.75, V2: 0.75})
     steps = se.steps_of(one) + se.steps_of(two)
     lines = se.table(steps, se.test_scores(steps, None))
-    assert lines.count("| bbh_date/seed2 | 1 | adds | 4 / 0 | 0.062 | accepted | 0.000 -> 0.500 |") == 1
-    assert lines.count("| bbh_date/seed2 | 1 | adds | 4 / 0 | 0.062 | accepted | 0.500 -> 0.750 |") == 1
+    assert lines.count("| bbh_date/seed2 | 1 | adds | 4 / 0 | 0.062 | accepted | 0.000 -> 0.500 | - |") == 1
+    assert lines.count("| bbh_date/seed2 | 1 | adds | 4 / 0 | 0.062 | accepted | 0.500 -> 0.750 | - |") == 1
     assert "| adds | 2 | +0.375 | 2 / 0 (0.500) |" in lines
+
+
+def write_answers(folder: Path, answers: list[str], expected: list[str]) -> None:
+    """An evaluation's test answers as `skillgrad eval` writes them (one score.json a task)."""
+    for i, (answer, target) in enumerate(zip(answers, expected, strict=True)):
+        task = folder / "eval" / "rollouts" / "test" / f"t{i}"
+        task.mkdir(parents=True)
+        score = {"answer": answer, "expected": [target], "passed": answer == target}
+        (task / "score.json").write_text(json.dumps(score), encoding="utf-8")
+
+
+def test_the_label_the_test_answers_give_most_is_read_and_steps_are_split_by_it(tmp_path: Path) -> None:
+    folder = seed_folder(tmp_path, {EMPTY: 0.0, V1: 0.5, V2: 0.25})
+    expected = ["(A)", "(B)", "(A)", "(B)"]
+    # the empty skill names labels with words after them; one answer names none
+    write_answers(folder / "test_initial", ["(B) the 5th", "(b)", "12/01/2001", "(A) x"], expected)
+    write_answers(folder / f"test_{key(V1)[:16]}", ["(A)", "(B)", "(A)", "(A)"], expected)
+    write_answers(folder / f"test_{key(V2)[:16]}", ["(A)", "(A)", "(A)", "(A)"], expected)
+    assert se.top_label(folder / "test_initial") == ("(b)", 0.5)
+    assert se.top_label(folder / "test_missing") is None
+    steps = se.steps_of(folder)
+    lines = se.table(steps, se.test_scores(steps, None), se.spreads_of(steps))
+    assert (
+        "| bbh_date/seed2 | 1 | adds | 4 / 0 | 0.062 | accepted | 0.000 -> 0.500 | (b) 0.50 -> (a) 0.75 |"
+        in lines
+    )
+    assert (
+        "| bbh_date/seed2 | 2 | swaps | 1 / 0 | 0.500 | accepted | 0.500 -> 0.250 | (a) 0.75 -> (a) 1.00 |"
+        in lines
+    )
+    # both steps raised the share of the label the answers give most (0.50 -> 0.75 -> 1.00)
+    assert lines[-2:] == [
+        "| adds, answers gathered (top share rose) | 1 | +0.500 | 1 / 0 (1.000) |",
+        "| swaps, answers gathered (top share rose) | 1 | -0.250 | 0 / 1 (1.000) |",
+    ]

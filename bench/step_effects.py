@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             def evaluate(seed_folder: Path, text: str) -> float:
                 served.router.caps["target"] = BENCHMARKS[seed_folder.parent.name].target_cap  # as the bench
                 scores = TestScores(score_file(seed_folder))
-                folder = seed_folder / f"test_{skill_key(text)}"
+                folder = eval_folder(seed_folder, text)
                 return scores.get(text, evaluator(seed_folder, served.router.base_url), folder)
 
             known = test_scores(steps, evaluate)

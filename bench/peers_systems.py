@@ -108,20 +108,33 @@ class TestScores:
         return self.scores[key]
 
 
-def skillgrad_eval(sr: SeedRun, skill: Path) -> float:
+def test_folder(work: Path, skill: str) -> Path:
+    """Where one seed's test evaluation of `skill` is kept: `test_initial` for the empty skill."""
+    return work / ("test_initial" if skill == "" else f"test_{skill_key(skill)}")
+
+
+def eval_test(config: Path, seed: int, skill: Path, *overrides: str) -> float:
+    """`skillgrad eval --split test` of the skill file with `config` on `seed`'s split (and the
+    `--set` overrides), run in the skill's folder; a failed eval exits with its log's tail."""
     out = skill.parent / "eval"
-    cmd = [sys.executable, "-m", "skillgrad.cli", "eval", "--config", str(sr.config), "--skill", str(skill)]
-    cmd += ["--split", "test", "--out", str(out), "--set", f"benchmark.seed={sr.seed}"]
+    cmd = [sys.executable, "-m", "skillgrad.cli", "eval", "--config", str(config), "--skill", str(skill)]
+    cmd += ["--split", "test", "--out", str(out), "--set", f"benchmark.seed={seed}"]
+    for override in overrides:
+        cmd += ["--set", override]
     run(cmd, skill.parent / "eval.log")
     return float(json.loads((out / "eval.json").read_text(encoding="utf-8"))["mean_score"])
+
+
+def skillgrad_eval(sr: SeedRun, skill: Path) -> float:
+    return eval_test(sr.config, sr.seed, skill)
 
 
 def test_pair(sr: SeedRun, best: str) -> tuple[float, float, float, dict[str, int]]:
     """Test score of the empty initial skill and of `best` (skillgrad's chat target); wall; usage."""
     scores = TestScores(sr.work / f"test_scores{sr.settings_key}.json")
     mark, start = sr.log.mark(), time.perf_counter()
-    before = scores.get("", lambda p: skillgrad_eval(sr, p), sr.work / "test_initial")
-    after = scores.get(best, lambda p: skillgrad_eval(sr, p), sr.work / f"test_{skill_key(best)}")
+    before = scores.get("", lambda p: skillgrad_eval(sr, p), test_folder(sr.work, ""))
+    after = scores.get(best, lambda p: skillgrad_eval(sr, p), test_folder(sr.work, best))
     return before, after, time.perf_counter() - start, usage(sr.log.since(mark), sr.test_questions)
 
 

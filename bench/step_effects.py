@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from peers_bench import BENCHMARKS  # noqa: E402
 from peers_server import Served  # noqa: E402
-from peers_systems import TestScores, run, skill_key  # noqa: E402
+from peers_systems import TestScores, eval_test, skill_key, test_folder  # noqa: E402
 from peers_tables import sign_test  # noqa: E402
 
 from skillgrad.loop.decision.gate import PairedGate, compared  # noqa: E402
@@ -110,18 +110,8 @@ def score_file(seed_folder: Path) -> Path:
 
 def evaluator(seed_folder: Path, base_url: str) -> Callable[[Path], float]:
     """`skillgrad eval --split test` of a skill file with the seed folder's config, at `base_url`."""
-    config = seed_folder / "config.yaml"
-    seed = int(seed_folder.name.removeprefix("seed"))
-
-    def evaluate(skill: Path) -> float:
-        out = skill.parent / "eval"
-        cmd = [sys.executable, "-m", "skillgrad.cli", "eval", "--config", str(config), "--skill", str(skill),
-               "--split", "test", "--out", str(out), "--set", f"benchmark.seed={seed}",
-               "--set", f"model.base_url={base_url}"]  # fmt: skip
-        run(cmd, skill.parent / "eval.log")  # a failed eval exits with its log's tail
-        return float(read_json(out / "eval.json")["mean_score"])
-
-    return evaluate
+    config, seed = seed_folder / "config.yaml", int(seed_folder.name.removeprefix("seed"))
+    return lambda skill: eval_test(config, seed, skill, f"model.base_url={base_url}")
 
 
 def test_scores(
@@ -131,8 +121,11 @@ def test_scores(
     otherwise on another seed's items (known ones read; the others evaluated with
     `evaluate(seed folder, text)`, or left out without one)."""
     known: dict[tuple[str, str], float] = {}
+    stored: dict[str, TestScores] = {}
     for step in (s for s in steps if s.accepted):
-        scores = TestScores(score_file(Path(step.seed_folder)))
+        if step.seed_folder not in stored:
+            stored[step.seed_folder] = TestScores(score_file(Path(step.seed_folder)))
+        scores = stored[step.seed_folder]
         for text in (step.before, step.after):
             key = skill_key(text)
             if (step.seed_folder, text) in known:
@@ -142,12 +135,6 @@ def test_scores(
             elif evaluate is not None:
                 known[step.seed_folder, text] = evaluate(Path(step.seed_folder), text)
     return known
-
-
-def eval_folder(seed_folder: Path, text: str) -> Path:
-    """Where the bench (and `evaluator`) evaluated `text` on the seed's test split; the empty
-    skill's is `test_initial`."""
-    return seed_folder / ("test_initial" if not text.strip() else f"test_{skill_key(text)}")
 
 
 def top_label(folder: Path) -> tuple[str, float] | None:
@@ -178,7 +165,7 @@ Spread = tuple[str, float] | None  # `top_label` of a skill's test answers
 def spreads_of(steps: Sequence[Step]) -> dict[tuple[str, str], Spread]:
     """`top_label` of each accepted step's skills, by (seed folder, text)."""
     texts = {(s.seed_folder, t) for s in steps if s.accepted for t in (s.before, s.after)}
-    return {(folder, t): top_label(eval_folder(Path(folder), t)) for folder, t in texts}
+    return {(folder, t): top_label(test_folder(Path(folder), t)) for folder, t in texts}
 
 
 def _spread_cell(before: Spread, after: Spread) -> str:
@@ -258,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
             def evaluate(seed_folder: Path, text: str) -> float:
                 served.router.caps["target"] = BENCHMARKS[seed_folder.parent.name].target_cap  # as the bench
                 scores = TestScores(score_file(seed_folder))
-                folder = eval_folder(seed_folder, text)
+                folder = test_folder(seed_folder, text)
                 return scores.get(text, evaluator(seed_folder, served.router.base_url), folder)
 
             known = test_scores(steps, evaluate)

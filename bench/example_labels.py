@@ -78,6 +78,8 @@ def example_labels(row: Mapping[str, Any]) -> list[str]:
         messages = json.loads(skill)
     except json.JSONDecodeError:
         return []
+    if not isinstance(messages, list):
+        return []
     replies = [
         str(m.get("content", "")) for m in messages if isinstance(m, dict) and m.get("role") == "assistant"
     ]

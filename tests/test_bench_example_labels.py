@@ -58,6 +58,7 @@ def test_the_examples_labels_are_read_in_order_from_either_systems_skill() -> No
     assert el.example_labels(skillgrad_row(["(B)", "(A)", "(B)"])) == ["(b)", "(a)", "(b)"]
     assert el.example_labels(dspy_row(["(K)", "(I)"])) == ["(k)", "(i)"]
     assert el.example_labels({"system": "dspy", "best_skill": "not json"}) == []
+    assert el.example_labels({"system": "dspy", "best_skill": "42"}) == []
     assert el.example_labels({"system": "skillgrad", "best_skill": "Just a rule."}) == []
 
 

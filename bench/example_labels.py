@@ -32,17 +32,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers_bench import BENCHMARKS, config_text, data_file  # noqa: E402
+from peers_bench import BENCHMARKS, NOWHERE, data_file, seed_config  # noqa: E402
 from peers_tables import read_row  # noqa: E402
 
 from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
-from skillgrad.config import load_config  # noqa: E402
 from skillgrad.demos import parse_demos  # noqa: E402
 from skillgrad.loop.formfix import task_label  # noqa: E402
 from skillgrad.loop.shapes import OPTION, answer_shape  # noqa: E402
 from skillgrad.skilldoc import normalize_text  # noqa: E402
 
-NOWHERE = "http://127.0.0.1:9/v1"  # the address in a config only read for its items
 SYSTEMS = ("skillgrad", "dspy")
 DSPY_ANSWER = "[[ ## answer ## ]]"
 
@@ -88,9 +86,9 @@ def example_labels(row: Mapping[str, Any]) -> list[str]:
 
 def seed_labels(key: str, seed: int, args: argparse.Namespace) -> Labels:
     spec = BENCHMARKS[key]
-    config = args.work / f"{key}.yaml"
-    config.write_text(config_text(spec, data_file(spec, args), NOWHERE, args), encoding="utf-8")
-    bench = load_benchmark(load_config(config, [f"benchmark.seed={seed}"]))
+    bench = load_benchmark(
+        seed_config(spec, data_file(spec, args), NOWHERE, args.work / f"{key}.yaml", seed, args)
+    )
     return Labels(*([task_label(t) for t in bench.load(split)] for split in ("train", "val", "test")))
 
 
@@ -134,11 +132,12 @@ def fit(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
 def permutation_p(rows: Sequence[Row], value: str, draws: int = 10000) -> float:
     """One-sided Monte Carlo p of the within-benchmark correlation: the test scores shuffled
     among each benchmark's rows (seeded), how often the correlation is at least the one seen."""
-    x, seen = centered(rows, value), fit(centered(rows, value), centered(rows, "test"))[0]
+    x, y = centered(rows, value), centered(rows, "test")
+    seen = fit(x, y)[0]
     groups = [
         [i for i, r in enumerate(rows) if r.benchmark == b] for b in sorted({r.benchmark for r in rows})
     ]
-    y, rng, hits = centered(rows, "test"), random.Random(0), 0
+    rng, hits = random.Random(0), 0
     for _ in range(draws):
         shuffled = list(y)
         for group in groups:

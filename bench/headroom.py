@@ -59,14 +59,15 @@ from peers_bench import (  # noqa: E402
     BENCHMARKS,
     GROUPS,
     NAMES,
+    NOWHERE,
     SIZES,
     Spec,
     add_serving_options,
-    config_text,
     context_chars,
     data_file,
     expand,
     model_name,
+    seed_config,
 )
 from peers_server import Router, Served, usage  # noqa: E402
 from peers_tables import headroom, read_row, sign_test, write_row  # noqa: E402
@@ -74,7 +75,6 @@ from peers_tables import headroom, read_row, sign_test, write_row  # noqa: E402
 from skillgrad import evaluate  # noqa: E402
 from skillgrad.backends.chat_agent import EXAMPLES_SHOWN_AS  # noqa: E402
 from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
-from skillgrad.config import load_config  # noqa: E402
 from skillgrad.demos import demo_from_task, with_demos  # noqa: E402
 from skillgrad.errors import UserError  # noqa: E402
 from skillgrad.loop.formfix import pick_examples  # noqa: E402
@@ -84,7 +84,6 @@ from skillgrad.values import AgentResult, Rollout, Score, Task  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 MAX_DEMOS = 8  # past skill.max_examples' default (4): what more examples would buy
 REFERENCES = ("empty", "rule", *(f"{p}demos{k}" for p in ("", "rule+") for k in range(1, MAX_DEMOS + 1)))
-NOWHERE = "http://127.0.0.1:9/v1"  # the address in a config only read for its items
 
 
 def fail(message: str) -> SystemExit:
@@ -167,9 +166,7 @@ def plan(args: argparse.Namespace, key: str, seed: int) -> Job:
     data = data_file(spec, args)
     folder = args.work / args.model_label / key / f"seed{seed}"
     folder.mkdir(parents=True, exist_ok=True)
-    config = folder / "config.yaml"
-    config.write_text(config_text(spec, data, NOWHERE, args, args.test_size), encoding="utf-8")
-    cfg = load_config(config, [f"benchmark.seed={seed}"])
+    cfg = seed_config(spec, data, NOWHERE, folder / "config.yaml", seed, args, args.test_size)
     bench = load_benchmark(cfg)
     rule, ids, skills = reference_skills(bench.load("train"), cfg.skill.example_chars)
     fresh = {
@@ -219,9 +216,8 @@ def score(job: Job, ref: str, args: argparse.Namespace, router: Router) -> dict[
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     (folder / "skill.md").write_text(text, encoding="utf-8")
-    config = folder.parent / "config.yaml"
-    config.write_text(config_text(job.spec, job.data, router.base_url, args, args.test_size), "utf-8")
-    cfg = load_config(config, [f"benchmark.seed={job.seed}"])
+    config = folder.parent / "config.yaml"  # the same file `plan` wrote, now at the router
+    cfg = seed_config(job.spec, job.data, router.base_url, config, job.seed, args, args.test_size)
     mark, start = router.log.mark(), time.perf_counter()
     try:
         result = evaluate(cfg, folder / "skill.md", split="test", out=folder / "eval", use_cache=False)

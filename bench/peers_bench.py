@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillgrad.config import Config, load_config
+
 SIZES = {"train_size": 12, "val_size": 12, "test_size": 32}
 MIN_TEST_ITEMS = 32  # rows kept under docs/ have at least this many test items
 
@@ -178,6 +180,23 @@ def config_text(
         "cache": {"enabled": False},
     }
     return json.dumps(cfg, indent=2)
+
+
+NOWHERE = "http://127.0.0.1:9/v1"  # the address in a config only read for its items
+
+
+def seed_config(
+    spec: Spec,
+    data: Path,
+    base_url: str,
+    path: Path,
+    seed: int,
+    args: argparse.Namespace,
+    test_size: int | None = None,
+) -> Config:
+    """`config_text` written to `path` and loaded on `seed`'s split."""
+    path.write_text(config_text(spec, data, base_url, args, test_size), encoding="utf-8")
+    return load_config(path, [f"benchmark.seed={seed}"])
 
 
 def model_name(path: Path) -> str:

@@ -115,25 +115,26 @@ def evaluator(seed_folder: Path, base_url: str) -> Callable[[Path], float]:
 
 
 def test_scores(
-    steps: Sequence[Step], evaluate: Callable[[Path, str], float] | None
+    steps: Sequence[Step], evaluator: Callable[[Path], Callable[[Path], float]] | None
 ) -> dict[tuple[str, str], float]:
     """The test score of every accepted step's skills, by (seed folder, text): a skill scores
-    otherwise on another seed's items (known ones read; the others evaluated with
-    `evaluate(seed folder, text)`, or left out without one)."""
+    otherwise on another seed's items. Known ones are read from the seed folder's test scores;
+    the others, with an `evaluator` (a seed folder's evaluation of a skill file), are evaluated
+    in the seed's test folder and kept in its test scores, or left out without one."""
     known: dict[tuple[str, str], float] = {}
     stored: dict[str, TestScores] = {}
     for step in (s for s in steps if s.accepted):
+        folder = Path(step.seed_folder)
         if step.seed_folder not in stored:
-            stored[step.seed_folder] = TestScores(score_file(Path(step.seed_folder)))
+            stored[step.seed_folder] = TestScores(score_file(folder))
         scores = stored[step.seed_folder]
         for text in (step.before, step.after):
-            key = skill_key(text)
             if (step.seed_folder, text) in known:
                 continue
-            if key in scores.scores:
-                known[step.seed_folder, text] = scores.scores[key]
-            elif evaluate is not None:
-                known[step.seed_folder, text] = evaluate(Path(step.seed_folder), text)
+            if skill_key(text) in scores.scores:
+                known[step.seed_folder, text] = scores.scores[skill_key(text)]
+            elif evaluator is not None:
+                known[step.seed_folder, text] = scores.get(text, evaluator(folder), test_folder(folder, text))
     return known
 
 
@@ -242,13 +243,11 @@ def main(argv: list[str] | None = None) -> int:
             {"target": args.target_model}, {"target": 0}, ctx=args.ctx, threads=args.threads
         ) as served:
 
-            def evaluate(seed_folder: Path, text: str) -> float:
+            def evaluator_at(seed_folder: Path) -> Callable[[Path], float]:
                 served.router.caps["target"] = BENCHMARKS[seed_folder.parent.name].target_cap  # as the bench
-                scores = TestScores(score_file(seed_folder))
-                folder = test_folder(seed_folder, text)
-                return scores.get(text, evaluator(seed_folder, served.router.base_url), folder)
+                return evaluator(seed_folder, served.router.base_url)
 
-            known = test_scores(steps, evaluate)
+            known = test_scores(steps, evaluator_at)
     print("\n".join(table(steps, known, spreads_of(steps))))
     return 0
 

@@ -26,7 +26,6 @@ import peers_server as ps  # noqa: E402
 
 from skillgrad.backends.chat_agent import EXAMPLES_SHOWN_AS  # noqa: E402
 from skillgrad.benchmarks.catalog import load_benchmark  # noqa: E402
-from skillgrad.config import load_config  # noqa: E402
 from skillgrad.loop.shapes import LETTER, NUMBER, OPTION, answer_shape  # noqa: E402
 from skillgrad.values import AgentResult  # noqa: E402
 
@@ -87,9 +86,9 @@ def bench_args(root: Path, work: Path, **extra: Any) -> argparse.Namespace:
 
 def loaded(key: str, args: argparse.Namespace, seed: int = 0) -> Any:
     spec = pb.BENCHMARKS[key]
-    config = args.work / f"{key}.yaml"
-    config.write_text(pb.config_text(spec, pb.data_file(spec, args), hr.NOWHERE, args))
-    return load_benchmark(load_config(config, [f"benchmark.seed={seed}"]))
+    return load_benchmark(
+        pb.seed_config(spec, pb.data_file(spec, args), pb.NOWHERE, args.work / f"{key}.yaml", seed, args)
+    )
 
 
 @pytest.mark.parametrize(

@@ -93,15 +93,22 @@ def test_steps_are_read_against_their_incumbent_and_tabled(
 
 def test_a_missing_score_is_evaluated_and_kept(tmp_path: Path) -> None:
     folder = seed_folder(tmp_path, {EMPTY: 0.0, V2: 0.25})
-    asked: list[str] = []
+    asked: list[tuple[Path, str]] = []
 
-    def evaluate(seed: Path, skill: str) -> float:
-        asked.append(skill)
-        return 0.5
+    def evaluator(seed: Path):
+        def evaluate(skill: Path) -> float:
+            asked.append((seed, skill.read_text(encoding="utf-8")))
+            return 0.5
 
-    known = se.test_scores(se.steps_of(folder), evaluate)
+        return evaluate
+
+    known = se.test_scores(se.steps_of(folder), evaluator)
     here = str(folder)
-    assert asked == [V1] and known == {(here, EMPTY): 0.0, (here, V1): 0.5, (here, V2): 0.25}
+    assert asked == [(folder, V1)] and known == {(here, EMPTY): 0.0, (here, V1): 0.5, (here, V2): 0.25}
+    # kept where the bench keeps it: the skill in its test folder, the score in the seed's scores
+    assert (folder / f"test_{key(V1)[:16]}" / "skill.md").read_text(encoding="utf-8") == V1
+    assert json.loads((folder / "test_scores_abc.json").read_text())[key(V1)[:16]] == 0.5
+    assert se.test_scores(se.steps_of(folder), None) == known  # read back, nothing evaluated
     lines = se.table(se.steps_of(folder), known)
     assert "| bbh_date/seed2 | 2 | swaps | 1 / 0 | 0.500 | accepted | 0.500 -> 0.250 | - |" in lines
     assert (

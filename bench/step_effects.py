@@ -121,20 +121,20 @@ def test_scores(
     otherwise on another seed's items. Known ones are read from the seed folder's test scores;
     the others, with an `evaluator` (a seed folder's evaluation of a skill file), are evaluated
     in the seed's test folder and kept in its test scores, or left out without one."""
+    skills: dict[str, dict[str, None]] = {}  # each seed folder's skills, once, in step order
+    for step in steps:
+        if step.accepted:
+            skills.setdefault(step.seed_folder, {}).update(dict.fromkeys((step.before, step.after)))
     known: dict[tuple[str, str], float] = {}
-    stored: dict[str, TestScores] = {}
-    for step in (s for s in steps if s.accepted):
-        folder = Path(step.seed_folder)
-        if step.seed_folder not in stored:
-            stored[step.seed_folder] = TestScores(score_file(folder))
-        scores = stored[step.seed_folder]
-        for text in (step.before, step.after):
-            if (step.seed_folder, text) in known:
-                continue
-            if skill_key(text) in scores.scores:
-                known[step.seed_folder, text] = scores.scores[skill_key(text)]
-            elif evaluator is not None:
-                known[step.seed_folder, text] = scores.get(text, evaluator(folder), test_folder(folder, text))
+    for name, texts in skills.items():
+        folder = Path(name)
+        scores = TestScores(score_file(folder))
+        evaluate = evaluator(folder) if evaluator is not None else None
+        for text in texts:
+            if evaluate is not None:  # a known score is read, not evaluated again
+                known[name, text] = scores.get(text, evaluate, test_folder(folder, text))
+            elif skill_key(text) in scores.scores:
+                known[name, text] = scores.scores[skill_key(text)]
     return known
 
 

@@ -92,6 +92,13 @@ class BackendError(SkillgradError, RuntimeError):
         self.paid = paid or Usage()
 
 
+class PromptTooLong(BackendError):
+    """The model's server refused the prompt as longer than the model's context window (an HTTP
+    400 or 413, or the local runtime's refusal, whose message says so: `backends.common.
+    says_prompt_too_long`). The same prompt would be refused again; a shorter one may pass, so the
+    reflect stage asks again with fewer tasks shown."""
+
+
 class FatalBackendError(BackendError):
     """No further call can succeed: the credentials were refused (401/403) or the account is out of
     quota or credit. Raised by every backend, for either role, on the first such answer; it is not

@@ -8,6 +8,16 @@ from skillgrad.config import Config
 from skillgrad.errors import FatalBackendError
 from skillgrad.values import Message, Role
 
+# How servers say a prompt is past the context window: OpenAI and vLLM ("maximum context length",
+# code context_length_exceeded), llama.cpp ("exceeds the available context size"), Anthropic
+# ("prompt is too long"), Ollama and others ("context window", "context length")
+_PROMPT_TOO_LONG = (
+    "context length",
+    "context_length",
+    "context size",
+    "context window",
+    "prompt is too long",
+)
 _OUT_OF_CREDIT = ("insufficient_quota", "exceeded your current quota", "credit balance", "billing")
 
 
@@ -82,6 +92,12 @@ def is_fatal_status(status: int | None, text: str) -> bool:
         return True
     lowered = text.lower()
     return status in (400, 429) and any(word in lowered for word in _OUT_OF_CREDIT)
+
+
+def says_prompt_too_long(text: str) -> bool:
+    """True when a server's refusal says the prompt is longer than the model's context window."""
+    lowered = text.lower()
+    return any(words in lowered for words in _PROMPT_TOO_LONG)
 
 
 def fatal_error(backend: str, where: str, status: int | None, detail: str, key: str) -> FatalBackendError:

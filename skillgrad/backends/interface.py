@@ -5,7 +5,8 @@ Error contract (both protocols):
   backoff, in skillgrad's one loop (`backends.retry`; an SDK's own retries are off), at most
   `model.max_retries` times. With a `schema` it returns `Reply.data` as a schema-valid object,
   re-asking the model a bounded number of times; then it raises `StructuredOutputError` naming
-  backend and stage. Other permanent failures raise `BackendError`. `Reply.usage` sums every
+  backend and stage. Other permanent failures raise `BackendError`: `PromptTooLong` where the
+  server refused the prompt as past the model's context window. `Reply.usage` sums every
   attempt (an unanswered one counts as a call of unknown cost: the provider may bill it), and a
   failed call carries its attempts' usage as the error's `paid`. A model with a `meter`
   (`MeteredModel`) reserves each attempt after a call's first through it (`CallMeter.renew`),

@@ -28,6 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from skillgrad.backends.common import says_prompt_too_long
 from skillgrad.backends.interface import CallMeter
 from skillgrad.backends.local_models import (
     DEFAULT_CACHE_DIR,
@@ -41,7 +42,7 @@ from skillgrad.backends.local_process import child_command
 from skillgrad.backends.sentences import whole_sentences
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
-from skillgrad.errors import BackendError, UserError
+from skillgrad.errors import BackendError, PromptTooLong, UserError
 from skillgrad.lazy import lazy_import
 from skillgrad.values import Effort, Message, Reply, Role, Usage
 
@@ -213,8 +214,9 @@ class LocalRuntime:
         result = reply.get("result")
         if not isinstance(result, dict) or "error" in result:
             message = _error_message(result.get("error") if isinstance(result, dict) else result)
-            hint = "; raise model.local_ctx or shorten the prompt" if "context" in message else ""
-            raise BackendError(f"{NAME}: {message}{hint}")
+            if says_prompt_too_long(message):
+                raise PromptTooLong(f"{NAME}: {message}; raise model.local_ctx or shorten the prompt")
+            raise BackendError(f"{NAME}: {message}")
         text = str(result["choices"][0]["message"].get("content") or "")
         used = result.get("usage", {})
         usage = Usage(int(used.get("prompt_tokens", 0)), int(used.get("completion_tokens", 0)), 1, 0.0)

@@ -24,13 +24,14 @@ from skillgrad.backends.common import (
     key_availability,
     key_source,
     one_line,
+    says_prompt_too_long,
 )
 from skillgrad.backends.deadline import NEVER_SENT, DeadlineTransport
 from skillgrad.backends.interface import CallMeter
 from skillgrad.backends.retry import UNANSWERED, AttemptFailed, renew, status_retry, with_retries
 from skillgrad.backends.structured import complete_structured
 from skillgrad.config import Config
-from skillgrad.errors import BackendError, FatalBackendError
+from skillgrad.errors import BackendError, FatalBackendError, PromptTooLong
 from skillgrad.values import Effort, Message, Reply, Role, Usage
 
 # A local server or gateway (base_url) may need no key, but the SDKs refuse to start without one.
@@ -238,4 +239,8 @@ class SdkChat:
         if fatal is not None:
             return fatal
         detail = one_line(describe_sdk_error(exc, self.sdk, attempts), self._api_key)
-        return BackendError(self.failure.format(**fields, detail=detail), paid)
+        message = self.failure.format(**fields, detail=detail)
+        refused = isinstance(exc, self.sdk.APIStatusError) and exc.status_code in (400, 413)
+        if refused and says_prompt_too_long(f"{exc} {getattr(exc, 'body', '')}"):
+            return PromptTooLong(message, paid)
+        return BackendError(message, paid)

@@ -15,7 +15,7 @@ from skillgrad.backends.interface import ChatModel
 from skillgrad.backends.reading import ReadingBoundError, ReadingBounds, ReadingChatModel
 from skillgrad.config import Config
 from skillgrad.demos import section_alone, without_section
-from skillgrad.errors import BackendError, FatalBackendError, StructuredOutputError
+from skillgrad.errors import BackendError, FatalBackendError, PromptTooLong, StructuredOutputError
 from skillgrad.evidence.mode import reads_workspace
 from skillgrad.evidence.reflection_workspace import ReflectionWorkspace, WorkspaceOpener, digest_record
 from skillgrad.loop.accounting import Accounting
@@ -87,12 +87,14 @@ class Reflection:
     ) -> list[Patch]:
         """One patch per reflection that answered. When none of them did, the step goes on
         without the analysts' edits (the form fix may still propose its own) if each of them
-        replied without schema-valid JSON and either an analyst of this run has answered before
+        replied without schema-valid JSON or had its prompt refused as too long with one task
+        shown, and either an analyst of this run has answered before (the skill has grown since)
         or every reply opened the JSON object it did not finish: a reply cut short by one long
         prompt or run to its cap repeating itself, as the 1.5B's were at step 2 of
         disambiguation_qa and at step 1 of hyperbaton seed 4. Otherwise TrainingFailed: an
-        optimizer that answers in prose from the first step, or cannot be reached, would fail
-        every later step too (`resume` continues the run)."""
+        optimizer that answers in prose from the first step, whose context holds no prompt of
+        this run's, or that cannot be reached, would fail every later step too (`resume`
+        continues the run)."""
         work = reflection_work(rollouts, self.cfg.train.minibatch_size, len(self.chats))
         outcomes = self._pool(step, state, lr, [(*item, False) for item in work], rollouts, epoch=epoch)
         patches = [o for o in outcomes if isinstance(o, Patch)]
@@ -101,8 +103,9 @@ class Reflection:
         if not work or patches:
             return patches
         unparsed = [e for e in errors if isinstance(e, StructuredOutputError)]
-        cut = all(e.began_object for e in unparsed)
-        if len(unparsed) < len(errors) or not (state.reflections_answered or cut):
+        too_long = [e for e in errors if isinstance(e, PromptTooLong)]
+        cut = all(e.began_object for e in unparsed) and not too_long
+        if len(unparsed) + len(too_long) < len(errors) or not (state.reflections_answered or cut):
             raise TrainingFailed(f"every reflection of step {step} failed; last error: {errors[-1]}")
         self.events.emit(
             "message",
@@ -212,9 +215,37 @@ class Reflection:
         proposal: int,
         reask: bool,
     ) -> Patch | Exception:
-        """One analyst call (a re-ask shows the skill's examples section alone); a failed one is
+        """One analyst asked (a re-ask shows the skill's examples section alone); a failed call is
         recorded and returned (the others may still answer), except a refused key or quota, which
-        stops the run."""
+        stops the run. A prompt the server refuses as longer than the optimizer's context is asked
+        again with half the tasks shown, the failed first, down to one (`fewer_tasks`): the 1.5B's
+        4,096 tokens held salient_translation_error_detection's six tasks and four examples in none
+        of its step-2 prompts."""
+        shown = minibatch
+        while True:
+            outcome = self._ask(step, skill, rejected, lr, batch, index, shown, proposal, reask)
+            if not isinstance(outcome, PromptTooLong) or len(shown) == 1:
+                return outcome
+            shown = fewer_tasks(shown)
+            self.events.emit(
+                "message",
+                text=f"step {step}: reflection {_name(index, proposal, reask)}: the prompt is past the "
+                f"optimizer's context; asked again with {len(shown)} of its {len(minibatch)} tasks",
+            )
+
+    def _ask(
+        self,
+        step: int,
+        skill: str,
+        rejected: list[Edit],
+        lr: int,
+        batch: list[Rollout],
+        index: int,
+        minibatch: list[Rollout],
+        proposal: int,
+        reask: bool,
+    ) -> Patch | Exception:
+        """One analyst call over `minibatch`, its record written (reflections/<name>.json)."""
         name = _name(index, proposal, reask)
         record_path = self.run.reflection_path(step, name)
         failures = sum(1 for r in minibatch if not r.score.passed)
@@ -247,6 +278,12 @@ class Reflection:
         record.update(workspace.record() if workspace else digest_record(reply, time.monotonic() - started))
         self.run.write_json(record_path, record)
         return patch
+
+
+def fewer_tasks(rollouts: list[Rollout]) -> list[Rollout]:
+    """Half of `rollouts` (at least one), the failed ones kept first, in their order."""
+    kept = sorted(range(len(rollouts)), key=lambda i: (rollouts[i].score.passed, i))
+    return [rollouts[i] for i in sorted(kept[: max(1, len(rollouts) // 2)])]
 
 
 def _name(index: int, proposal: int, reask: bool) -> str:

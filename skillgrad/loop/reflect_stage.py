@@ -219,8 +219,8 @@ class Reflection:
         recorded and returned (the others may still answer), except a refused key or quota, which
         stops the run. A prompt the server refuses as longer than the optimizer's context is asked
         again with half the tasks shown, the failed first, down to one (`fewer_tasks`): the 1.5B's
-        4,096 tokens held salient_translation_error_detection's six tasks and four examples in none
-        of its step-2 prompts."""
+        4,096 tokens did not hold salient_translation_error_detection seed 0's step-2 prompt (six
+        long tasks and a skill with four examples of them)."""
         shown = minibatch
         while True:
             outcome = self._ask(step, skill, rejected, lr, batch, index, shown, proposal, reask)

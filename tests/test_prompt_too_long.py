@@ -4,6 +4,7 @@ context holds goes on without edits once the run has had an answer (else the run
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -53,39 +54,41 @@ def tasks_shown(request: Request) -> int:
     return request.user.count("### Task ")
 
 
-def refusing(most_tasks: int, rule: str, answered_steps: int = 99):
-    """A server whose analyst refuses, as llama.cpp does, every prompt showing more than
-    `most_tasks` tasks from its step `answered_steps + 1` on (steps counted by the rollout calls
-    before it), else proposes `rule`; (handler, the analyst's requests, their refusals)."""
-    asked: list[Request] = []
-    refused: list[Request] = []
-    steps: list[int] = [0]
+def train_refused(
+    tmp_path: Path, most_tasks: int, rule: str, tasks: int, answered_steps: int = 99
+) -> tuple[subprocess.CompletedProcess[str], Path, list[int]]:
+    """`skillgrad train` over steps of `tasks` tasks (one minibatch each) against a server whose
+    analyst refuses, as llama.cpp does, every prompt showing more than `most_tasks` tasks, and
+    every prompt from step `answered_steps + 1` on, else proposes `rule`; (the process, its run
+    folder, the tasks each analyst prompt showed)."""
+    shown: list[int] = []
+    steps = 0
 
     def handler(request: Request):
+        nonlocal steps
         if not is_optimizer(request):
             return text(target_answer(request), 20, 8)
-        if not asked or tasks_shown(request) >= tasks_shown(asked[-1]):
-            steps[0] += 1  # a fresh reflection, not a shrunken one
-        asked.append(request)
-        if steps[0] > answered_steps or tasks_shown(request) > most_tasks:
-            refused.append(request)
-            message = f"request ({900 * tasks_shown(request)} tokens) exceeds the available context size"
+        count = tasks_shown(request)
+        if not shown or count >= shown[-1]:
+            steps += 1  # a step's first prompt: one asked again shows fewer tasks
+        shown.append(count)
+        if steps > answered_steps or count > most_tasks:
+            message = f"request ({900 * count} tokens) exceeds the available context size"
             return Status(400, message + " (4096 tokens), try increasing it", "exceed_context_size_error")
         edit = {"op": "add", "target": "", "content": rule, "rationale": "answers carry extra words"}
         return json_reply({"edits": [edit]}, usage=(300, 40))
 
-    return handler, asked, refused
+    with ScriptedOpenAI(handler) as server:
+        out = tmp_path / "run"
+        cfg = write_config(tmp_path, server, epochs=1, batch_size=tasks, minibatch_size=tasks)
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out))
+    return proc, out, shown
 
 
 def test_a_prompt_past_the_context_is_asked_again_with_the_failed_tasks(tmp_path: Path) -> None:
-    handler, asked, refused = refusing(2, GOOD_RULE)
-    with ScriptedOpenAI(handler) as server:
-        out = tmp_path / "run"
-        cfg = write_config(tmp_path, server, epochs=1, batch_size=4, minibatch_size=4)
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out))
+    proc, out, shown = train_refused(tmp_path, 2, GOOD_RULE, tasks=4)
     assert proc.returncode == 0, proc.stderr
-    assert [tasks_shown(r) for r in asked] == [4, 2]  # refused with 4, answered with 2
-    assert len(refused) == 1
+    assert shown == [4, 2]  # refused with 4, answered with 2
     assert [s["action"] for s in history(out)] == ["accepted"]
     assert GOOD_RULE in (out / "best_skill.md").read_text(encoding="utf-8")
     record = read_json(out / "steps" / "0001" / "reflections" / "mb_00.json")
@@ -96,15 +99,11 @@ def test_a_prompt_past_the_context_is_asked_again_with_the_failed_tasks(tmp_path
 
 
 def test_a_first_step_no_context_holds_stops_the_run_naming_the_context(tmp_path: Path) -> None:
-    handler, asked, refused = refusing(0, GOOD_RULE)
-    with ScriptedOpenAI(handler) as server:
-        out = tmp_path / "run"
-        cfg = write_config(tmp_path, server, epochs=1, batch_size=4, minibatch_size=4)
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out))
+    proc, out, shown = train_refused(tmp_path, 0, GOOD_RULE, tasks=4)
     assert proc.returncode == 1
     assert "every reflection of step 1 failed" in proc.stderr and "context size" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert [tasks_shown(r) for r in asked] == [4, 2, 1] and len(refused) == 3
+    assert shown == [4, 2, 1]
     assert read_json(out / "summary.json")["stopped"] == "error"
     assert "context size" in read_json(out / "steps" / "0001" / "reflections" / "mb_00.json")["error"]
 
@@ -112,13 +111,9 @@ def test_a_first_step_no_context_holds_stops_the_run_naming_the_context(tmp_path
 def test_a_later_step_no_context_holds_goes_on_without_edits(tmp_path: Path) -> None:
     """Step 1's analyst answers (its rule is rejected); step 2's prompt is refused down to one
     task: the step goes on without edits and the run ends with its final test."""
-    handler, asked, _ = refusing(4, BAD_RULE, answered_steps=1)
-    with ScriptedOpenAI(handler) as server:
-        out = tmp_path / "run"
-        cfg = write_config(tmp_path, server, epochs=1, batch_size=2, minibatch_size=2)
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out))
+    proc, out, shown = train_refused(tmp_path, 4, BAD_RULE, tasks=2, answered_steps=1)
     assert proc.returncode == 0, proc.stderr
-    assert [tasks_shown(r) for r in asked] == [2, 2, 1]
+    assert shown == [2, 2, 1]
     assert [s["action"] for s in history(out)] == ["rejected", "skipped"]
     summary = read_json(out / "summary.json")
     assert summary["stopped"] == "completed" and summary["test"] is not None

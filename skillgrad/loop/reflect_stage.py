@@ -146,14 +146,28 @@ class Reflection:
         label: str | None = None,
     ) -> list[Patch | Exception]:
         """Each item of `work` asked of its analyst, as one "reflect" stage of the progress events
-        (`label`: a re-ask); `batch`: the step's rollouts, counted and contrasted in every prompt."""
+        (`label`: a re-ask); `batch`: the step's rollouts, counted and contrasted in every prompt.
+        A prompt the server refuses as longer than the optimizer's context is asked again with
+        half the tasks shown, the failed first, down to one (`fewer_tasks`): the 1.5B's 4,096
+        tokens did not hold salient_translation_error_detection seed 0's step-2 prompt (six long
+        tasks and a skill with four examples of them)."""
         rejected = state.rejected_edits if self.cfg.optimizer.show_rejected else []
         skill = state.current_text
         progress = StageProgress(self.events, "reflect", step, epoch, len(work), label)
 
         def one(item: tuple[int, list[Rollout], int, bool]) -> Patch | Exception:
+            index, minibatch, proposal, reask = item
+            shown, name = minibatch, _name(index, proposal, reask)
             outcome = self._one(step, skill, rejected, lr, batch, *item)
-            progress.task_done(_name(item[0], item[2], item[3]), None)
+            while isinstance(outcome, PromptTooLong) and len(shown) > 1:
+                shown = fewer_tasks(shown)
+                self.events.emit(
+                    "message",
+                    text=f"step {step}: reflection {name}: the prompt is past the optimizer's "
+                    f"context; asked again with {len(shown)} of its {len(minibatch)} tasks",
+                )
+                outcome = self._one(step, skill, rejected, lr, batch, index, shown, proposal, reask)
+            progress.task_done(name, None)
             return outcome
 
         with ThreadPoolExecutor(max_workers=self.cfg.train.concurrency) as pool:
@@ -215,37 +229,9 @@ class Reflection:
         proposal: int,
         reask: bool,
     ) -> Patch | Exception:
-        """One analyst asked (a re-ask shows the skill's examples section alone); a failed call is
+        """One analyst call (a re-ask shows the skill's examples section alone); a failed one is
         recorded and returned (the others may still answer), except a refused key or quota, which
-        stops the run. A prompt the server refuses as longer than the optimizer's context is asked
-        again with half the tasks shown, the failed first, down to one (`fewer_tasks`): the 1.5B's
-        4,096 tokens did not hold salient_translation_error_detection seed 0's step-2 prompt (six
-        long tasks and a skill with four examples of them)."""
-        shown = minibatch
-        while True:
-            outcome = self._ask(step, skill, rejected, lr, batch, index, shown, proposal, reask)
-            if not isinstance(outcome, PromptTooLong) or len(shown) == 1:
-                return outcome
-            shown = fewer_tasks(shown)
-            self.events.emit(
-                "message",
-                text=f"step {step}: reflection {_name(index, proposal, reask)}: the prompt is past the "
-                f"optimizer's context; asked again with {len(shown)} of its {len(minibatch)} tasks",
-            )
-
-    def _ask(
-        self,
-        step: int,
-        skill: str,
-        rejected: list[Edit],
-        lr: int,
-        batch: list[Rollout],
-        index: int,
-        minibatch: list[Rollout],
-        proposal: int,
-        reask: bool,
-    ) -> Patch | Exception:
-        """One analyst call over `minibatch`, its record written (reflections/<name>.json)."""
+        stops the run."""
         name = _name(index, proposal, reask)
         record_path = self.run.reflection_path(step, name)
         failures = sum(1 for r in minibatch if not r.score.passed)

@@ -64,16 +64,22 @@ class CallLog:
             return list(self.calls[mark:])
 
 
-def usage(calls: Iterable[Call], test_questions: Iterable[str] = ()) -> dict[str, int]:
-    """Calls and tokens by role; target calls whose user message holds a test question are
-    counted apart (`test_calls`), the others are the search's (`target_calls`)."""
-    questions = [q for q in test_questions if q]
+def usage(
+    calls: Iterable[Call], test_questions: Iterable[str] = (), search_questions: Iterable[str] = ()
+) -> dict[str, int]:
+    """Calls and tokens by role; target calls about a test item are counted apart (`test_calls`),
+    the others are the search's (`target_calls`). A call is about the longest of the items'
+    questions its user message holds: a test question may be part of a train or val one (dyck
+    sequences: test "Input: { < <" inside train "Input: { < < [ ]"), and a call about that train
+    item is the search's. A question both a test and a search item ask is the search's."""
+    tests = {q for q in test_questions if q} - set(search_questions)
+    questions = sorted(tests | {q for q in search_questions if q}, key=len, reverse=True)
     out = {"target_calls": 0, "optimizer_calls": 0, "test_calls": 0, "target_tokens": 0}
     out |= {"optimizer_tokens": 0, "test_tokens": 0}
     for call in calls:
         tokens = call.prompt_tokens + call.completion_tokens
         kind = call.role
-        if call.role == "target" and any(q in call.user for q in questions):
+        if call.role == "target" and next((q for q in questions if q in call.user), None) in tests:
             kind = "test"
         out[f"{kind}_calls"] += 1
         out[f"{kind}_tokens"] += tokens

@@ -46,14 +46,19 @@ class SeedRun:
     sets: tuple[str, ...]  # the user's --set, for skillgrad only
     test_tasks: tuple[Task, ...]
     settings_key: str = ""  # a hash of what decides a test score besides the skill (models, caps)
+    search_tasks: tuple[Task, ...] = ()  # train and val: what the search may call the target on
 
     @property
     def seed_sets(self) -> list[str]:
         return [f"benchmark.seed={self.seed}", f"train.seed={self.seed}"]
 
-    @property
-    def test_questions(self) -> list[str]:
-        return [t.question for t in self.test_tasks]
+    def usage_since(self, mark: int) -> dict[str, int]:
+        """The router's calls since `mark` by role, those about test items apart (`usage`)."""
+        return usage(
+            self.log.since(mark),
+            [t.question for t in self.test_tasks],
+            [t.question for t in self.search_tasks],
+        )
 
 
 def env() -> dict[str, str]:
@@ -135,7 +140,7 @@ def test_pair(sr: SeedRun, best: str) -> tuple[float, float, float, dict[str, in
     mark, start = sr.log.mark(), time.perf_counter()
     before = scores.get("", lambda p: skillgrad_eval(sr, p), test_folder(sr.work, ""))
     after = scores.get(best, lambda p: skillgrad_eval(sr, p), test_folder(sr.work, best))
-    return before, after, time.perf_counter() - start, usage(sr.log.since(mark), sr.test_questions)
+    return before, after, time.perf_counter() - start, sr.usage_since(mark)
 
 
 def row_of(
@@ -156,7 +161,7 @@ def row_of(
 
 
 def _search_usage(sr: SeedRun, mark: int) -> dict[str, int]:
-    counted = usage(sr.log.since(mark), sr.test_questions)
+    counted = sr.usage_since(mark)
     if counted["test_calls"]:  # a search that reads the test split is a broken comparison
         sys.exit(
             f"{sr.benchmark} seed {sr.seed}: the search made {counted['test_calls']} calls on test items"
@@ -295,7 +300,7 @@ def run_skillopt(sr: SeedRun, so: SkillOpt) -> dict[str, Any]:
     run([str(so.venv / "bin" / "skillopt-train"), "--config", str(cfg)], folder / "train.log", cwd=folder)
     wall = time.perf_counter() - start
     summary = json.loads((folder / "run" / "summary.json").read_text(encoding="utf-8"))
-    counted = usage(sr.log.since(mark), sr.test_questions)  # its test rollouts are told apart here
+    counted = sr.usage_since(mark)  # its test rollouts are told apart here
     test_dirs = [folder / "run" / d for d in ("test_eval_baseline", "test_eval")]
     search = {
         "baseline_val": summary["baseline_selection_hard"],
@@ -334,7 +339,7 @@ def dspy_test(sr: SeedRun, program: dict[str, Any]) -> tuple[float, float, float
     before, after = (
         scores.get(t, scored, sr.work / f"test_dspy_{skill_key(t)}", "prompt.json", "dspy:") for t in texts
     )
-    counted = usage(sr.log.since(mark), sr.test_questions) | {"test_errors": sum(failed)}
+    counted = sr.usage_since(mark) | {"test_errors": sum(failed)}
     return before, after, time.perf_counter() - start, counted
 
 

@@ -189,7 +189,8 @@ def run_systems(
     budget, wanted = search_budget(config, []), settings(spec, key, args)
     if args.reuse:
         reuse_rows(args, key, seed, wanted, budget)
-    test = load_benchmark(load_config(config, [f"benchmark.seed={seed}"])).load("test")
+    bench = load_benchmark(load_config(config, [f"benchmark.seed={seed}"]))
+    test, search = bench.load("test"), [*bench.load("train"), *bench.load("val")]
     key_text = json.dumps(wanted, sort_keys=True)
     sr = systems.SeedRun(
         key,
@@ -203,6 +204,7 @@ def run_systems(
         tuple(args.set),
         tuple(test),
         "_" + systems.skill_key(key_text),
+        tuple(search),
     )
     for system in args.systems:
         path = row_path(args.out, key, seed, system)

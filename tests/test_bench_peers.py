@@ -67,6 +67,21 @@ def test_usage_tells_test_calls_from_the_search_and_counts_tokens() -> None:
     }
 
 
+def test_usage_tells_a_test_question_from_the_train_question_it_is_part_of() -> None:
+    # bbh dyck_languages seed 0: test item 42's question is the start of train item 160's
+    stem = "Complete the rest of the sequence, making sure that the parentheses are closed properly."
+    test_q, train_q = f"{stem} Input: {{ < <", f"{stem} Input: {{ < < [ ] > ( )"
+    calls = [
+        ps.Call("target", 50, 4, f"{train_q}\n\nReply with the answer only."),
+        ps.Call("target", 40, 3, f"{test_q}\n\nReply with the answer only."),
+        ps.Call("target", 30, 2, "What is 2 + 2?"),  # both a test and a train item ask it
+    ]
+    counted = ps.usage(calls, [test_q, "What is 2 + 2?"], [train_q, "What is 2 + 2?"])
+    assert (counted["target_calls"], counted["test_calls"]) == (2, 1)
+    assert (counted["target_tokens"], counted["test_tokens"]) == (86, 43)
+    assert ps.usage(calls[:1], [test_q])["test_calls"] == 1  # what a substring test alone counted
+
+
 def test_caps_take_the_smaller_budget_of_either_field() -> None:
     assert ps.capped({"max_completion_tokens": 16384, "model": "t"}, 128) == {"model": "t", "max_tokens": 128}
     assert ps.capped({"max_tokens": 40}, 128)["max_tokens"] == 40

@@ -168,3 +168,38 @@ def test_no_fix_where_answers_of_another_form_pass_or_already_have_the_form() ->
         for t in spans
     ]
     assert FORM_FIXES["examples"].propose("", wordy, 3) is None  # a span has no form to state
+    assert FORM_FIXES["examples"].propose("", wordy, 3, idle=True) is not None  # first_examples'
+
+
+def test_first_examples_go_to_an_idle_step_where_the_train_answers_share_no_form() -> None:
+    # real expected answers: bbh dyck_languages (closing brackets), ruin_names seed 0's train
+    # (option labels and two names)
+    dyck = ["] ]", "] ] >", "}", ") >", ">", "] ) }"]
+    ruin = ["(C)", "(D)", "(D)", "dearth, wind, & fire", "rita, sue and bob poo", "(B)"]
+    for answers in (dyck, ruin):
+        tasks = [Task(f"t{i}", f"Question {i}?", None, (a,)) for i, a in enumerate(answers)]
+        batch = [
+            Rollout(t, AgentResult(answer="no idea"), score_target("no idea", t.answers[0])) for t in tasks
+        ]
+        assert FORM_FIXES["examples"].propose("", batch, 4, tasks) is None  # a step that selected something
+        patch = FORM_FIXES["examples"].propose("", batch, 4, tasks, idle=True)
+        assert patch is not None and patch.failures == 6
+        assert [e.op for e in patch.edits] == ["add_example"] * 4
+        assert patch.edits[0].rationale == (
+            "form fix: 6 of 6 tasks of the step failed, the train answers share no form a rule can "
+            "state, and the skill shows no worked example"
+        )
+        assert FORM_FIXES["rule"].propose("", batch, 4, tasks, idle=True) is None
+        held = with_demos("", [demo_from_task(tasks[0])])
+        assert FORM_FIXES["examples"].propose(held, batch, 4, tasks, idle=True) is None  # it holds one
+        assert FORM_FIXES["examples"].propose("", batch, 0, tasks, idle=True) is None  # examples off
+
+
+def test_no_first_examples_where_the_train_answers_share_a_form_or_the_step_passed() -> None:
+    in_form = step(["(B)", "(B)", "(A)", "(A)", "(A)", "(A)"])  # in form, two wrong: no form problem
+    assert FORM_FIXES["examples"].propose("", in_form, 4, TASKS, idle=True) is None  # a rule exists
+    tasks = [Task(f"t{i}", f"Close {i}", None, (a,)) for i, a in enumerate(["] ]", "}", ") >"])]
+    passed = [
+        Rollout(t, AgentResult(answer=t.answers[0]), score_target(t.answers[0], t.answers[0])) for t in tasks
+    ]
+    assert FORM_FIXES["examples"].propose("", passed, 4, tasks, idle=True) is None  # nothing failed

@@ -58,7 +58,8 @@ def test_reask_after_every_edit_was_dropped_selects_the_new_valid_edit(tmp_path:
 
 
 def test_reask_can_be_turned_off(tmp_path: Path) -> None:
-    out, analyst = train(tmp_path, handler, "optimizer.reask_dropped=false")
+    # form_fix=rule: a step without edits stays so (the form fix's first examples aside)
+    out, analyst = train(tmp_path, handler, "optimizer.reask_dropped=false", "optimizer.form_fix=rule")
     assert len(analyst) == 1
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     assert merged["selected"] == [] and merged["reasked"] == 0
@@ -75,12 +76,13 @@ def test_a_reask_that_drops_everything_again_is_not_repeated(tmp_path: Path) -> 
             return json_reply({"edits": [DROPPABLE[1], copy]})
         return text(target_answer(request), 20, 8)
 
-    out, analyst = train(tmp_path, stubborn)
+    out, analyst = train(tmp_path, stubborn, "optimizer.form_fix=rule")  # no first examples
     assert len(analyst) == 2  # the first reply and one re-ask, no more
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     assert merged["reasked"] == 1 and merged["selected"] == [] and merged["proposed"] == 4
     assert merged["dropped_counts"]["copies task text"] == 1
-    # The step's selection ran twice (before and after the re-ask); its one copy is counted once.
+    # The step's selection ran three times (before and after the re-ask, and with the form fix told
+    # the step is idle); its one copy is counted once.
     assert read_json(out / "summary.json")["task_text_copies"] == 1
     assert (out / "best_skill.md").read_text(encoding="utf-8") == SKILL
 

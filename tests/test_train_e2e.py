@@ -165,7 +165,8 @@ def test_harmful_edit_is_rejected_and_shown_to_later_analysts(tmp_path: Path) ->
     with ScriptedOpenAI(world(BAD_RULE)) as server:
         out = tmp_path / "run"
         cfg = write_config(tmp_path, server, batch_size=2, minibatch_size=2, epochs=2)
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out))
+        # form_fix=rule: a step left with the rejected rule alone is skipped (no first examples)
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "optimizer.form_fix=rule")
         assert proc.returncode == 0, proc.stderr
         analyst_prompts = [r.user for r in server.requests if is_optimizer(r)]
     summary = read_json(out / "summary.json")
@@ -216,7 +217,8 @@ def train_with_cut_replies(
 ) -> tuple[subprocess.CompletedProcess[str], Path, int]:
     """`skillgrad train` over 2 steps of 2 tasks (one JSON re-ask) whose n-th analyst call (from
     1) replies `cut_reply(n)` when that is a text, else proposes `rule`; (the process, its run
-    folder, the analyst calls)."""
+    folder, the analyst calls). The form fix adds no first examples to a step without edits
+    (optimizer.form_fix=rule): these runs are about the analysts' replies."""
     asked: list[Request] = []
 
     def handler(request: Request):
@@ -229,7 +231,8 @@ def train_with_cut_replies(
     with ScriptedOpenAI(handler) as server:
         out = tmp_path / "run"
         cfg = write_config(tmp_path, server, batch_size=2, minibatch_size=2)
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "model.json_retries=1")
+        sets = ["--set", "model.json_retries=1", "--set", "optimizer.form_fix=rule"]
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), *sets)
     return proc, out, len(asked)
 
 

@@ -96,14 +96,16 @@ class Candidates:
         failed_answers: list[str] | None = None,
         graded: Mapping[str, tuple[str, str]] | None = None,
         rollouts: Sequence[Rollout] = (),
+        idle: bool = False,
     ) -> tuple[Selection, int]:
         """Merge, rank and select the step's edits (merged_patch.json); also the per-edit limit.
         An edit that restates one of the step's `failed_answers` counts as copied from the prompt;
         `graded` (task id -> answer, feedback) lets an edit restate what the grader says;
-        `rollouts`: the step's train rollouts (the form fix reads them; examples bootstrap from them).
+        `rollouts`: the step's train rollouts (the form fix reads them; examples bootstrap from them);
+        `idle`: a selection over the same patches selected nothing (the form fix's first examples).
         A step may select more than once (a re-ask): the caller counts the final selection's drops."""
         train = self.splits("train") if self.splits else ()
-        fix = self.form_fix.propose(state.current_text, rollouts, self.skill.max_examples, train)
+        fix = self.form_fix.propose(state.current_text, rollouts, self.skill.max_examples, train, idle)
         own = {e.key() for e in fix.edits} if fix else set()
         patches = [*patches, *([fix] if fix else [])]
         patches = [replace(p, edits=[self.echo.own_rationale(e) for e in p.edits]) for p in patches]

@@ -11,11 +11,16 @@ edit, so a fix that does not help is rejected like one; they rank first (they ar
 failure of the step), and the copy guards do not apply to them: the rule is skillgrad's template,
 the examples are written from train tasks by `ExampleWriter`.
 
+Where the train answers share no form, there is no rule to add and no form problem to find; a
+skill holding no example then gets worked examples of a step that failed a task and selected no
+other edit (`first_examples`).
+
 At a later step, with the examples at their cap and the answers in the form, the target's wrong
 answers may still lean on one label, often the one the examples show most: `rebalance` swaps one
 example of that label for a task of the label shown least, and the gate judges the swap.
 
-    examples  the rule, up to skill.max_examples worked examples, the swap (the default)
+    examples  the rule, up to skill.max_examples worked examples, the swap, and the first
+              examples where the train answers share no form (the default)
     rule      the rule alone
     none      nothing: only the analysts propose
 """
@@ -39,11 +44,17 @@ FORM_FIX_MINIBATCH = -1  # the form fix's patch, among the analysts' minibatch p
 
 class FormFix(Protocol):
     def propose(
-        self, skill: str, batch: Sequence[Rollout], max_examples: int, train: Sequence[Task] = ()
+        self,
+        skill: str,
+        batch: Sequence[Rollout],
+        max_examples: int,
+        train: Sequence[Task] = (),
+        idle: bool = False,
     ) -> Patch | None:
         """The fix's edits for this step (None: the step shows no form problem and no example
         to swap, or nothing is left to add); `train`: every train task, for examples of labels
-        the step lacks. Pure: never raises for a step's content."""
+        the step lacks; `idle`: no other edit of the step was selected (`first_examples`). Pure:
+        never raises for a step's content."""
         ...
 
 
@@ -140,6 +151,32 @@ def rebalance(skill: str, batch: Sequence[Rollout], max_examples: int) -> Patch 
     return Patch(FORM_FIX_MINIBATCH, [edit], count)
 
 
+def first_examples(
+    skill: str, batch: Sequence[Rollout], max_examples: int, train: Sequence[Task] = ()
+) -> Patch | None:
+    """Where the train answers share no form a rule can state (dyck_languages' closing brackets,
+    free-text facts, spans; ruin_names seed 0, whose train mixes option labels with two names), no
+    form problem is ever found, so nothing but an analyst that asks for them puts worked examples
+    in the skill, and the 1.5B's analyst seldom does (dyck_languages: two rules a step, no
+    example; yet three worked examples lift the 1.5B from 0.000 to 0.125 there, bench/headroom.py).
+    With a skill holding no example, on a step that failed a task and selected no other edit:
+    worked examples of the step's tasks up to the cap (`pick_examples`), which the gate judges like
+    any edit. Never beside the analysts' rules: on housestyle and extractive QA examples do not
+    help, and a candidate is kept or dropped whole. None otherwise."""
+    tasks = list(train) or [r.task for r in batch]
+    if max_examples <= 0 or skill_demos(skill):
+        return None
+    failed = sum(1 for r in batch if not r.score.passed)
+    if not failed or form_rule([t.answers[0] for t in tasks if t.answers]) is not None:
+        return None
+    ids = pick_examples(batch, max_examples, set(), (), train)
+    why = (
+        f"form fix: {failed} of {len(batch)} tasks of the step failed, the train answers share no "
+        "form a rule can state, and the skill shows no worked example"
+    )
+    return Patch(FORM_FIX_MINIBATCH, [Edit("add_example", "", i, why) for i in ids], failed) if ids else None
+
+
 @dataclass(frozen=True)
 class RuleAndExamples:
     """The form rule, and with `examples` worked examples up to the cap."""
@@ -147,11 +184,19 @@ class RuleAndExamples:
     examples: bool = True
 
     def propose(
-        self, skill: str, batch: Sequence[Rollout], max_examples: int, train: Sequence[Task] = ()
+        self,
+        skill: str,
+        batch: Sequence[Rollout],
+        max_examples: int,
+        train: Sequence[Task] = (),
+        idle: bool = False,
     ) -> Patch | None:
         report = form_report(batch)
         if report is None or not report.is_problem():
-            return rebalance(skill, batch, max_examples) if self.examples else None
+            if not self.examples:
+                return None
+            first = first_examples(skill, batch, max_examples, train) if idle else None
+            return rebalance(skill, batch, max_examples) or first
         why = (
             f"form fix: {report.off_failed} of {report.total} answers of the step failed and were "
             f"not {report.expected_shape}"
@@ -170,7 +215,12 @@ class RuleAndExamples:
 
 class NoFix:
     def propose(
-        self, skill: str, batch: Sequence[Rollout], max_examples: int, train: Sequence[Task] = ()
+        self,
+        skill: str,
+        batch: Sequence[Rollout],
+        max_examples: int,
+        train: Sequence[Task] = (),
+        idle: bool = False,
     ) -> Patch | None:
         return None
 

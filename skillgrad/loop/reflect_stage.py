@@ -287,7 +287,8 @@ def propose_and_select(
 ) -> tuple[Selection, int]:
     """The step's analysts asked and their edits selected (merged_patch.json). When every
     proposed edit was dropped, the analysts are asked once more (`optimizer.reask_dropped`,
-    `Reflection.reask`) and selection runs over the proposals of both rounds."""
+    `Reflection.reask`) and selection runs over the proposals of both rounds. When still nothing
+    is selected, selection runs again with the form fix told the step is idle (`first_examples`)."""
     step, epoch, batch = plan_step
     patches = reflection.reflect(step, epoch, state, train, lr)
     failed = [r.result.answer for r in train if not r.score.passed]
@@ -298,6 +299,9 @@ def propose_and_select(
         if more:
             both = [*patches, *more]
             chosen, max_chars = candidates.select(state, step, batch, both, lr, failed, graded, train)
+            patches = both
+    if not chosen.selected:  # nothing to validate: the form fix's first examples, where it has them
+        chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded, train, True)
     state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)  # once per step, final selection
     return chosen, max_chars
 

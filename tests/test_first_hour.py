@@ -96,7 +96,8 @@ def _no_edits(request: Request):
 def test_final_line_and_summary_count_skipped_steps(tmp_path: Path) -> None:
     with ScriptedOpenAI(_no_edits) as server:
         cfg, out = config(tmp_path, server, "a"), tmp_path / "run"
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out))
+        # form_fix=rule: a step without edits is skipped (no first examples)
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "optimizer.form_fix=rule")
     assert proc.returncode == 0, proc.stderr
     summary = _read(out / "summary.json")
     assert summary["steps"] == 4 and summary["skipped"] == 4

@@ -74,7 +74,7 @@ def test_a_replayed_epoch_is_not_run(tmp_path: Path) -> None:
     def handler(request: Request):
         return analyst_repeats_the_skill(request) if is_optimizer(request) else text(target_answer(request))
 
-    out, _ = run(tmp_path, handler)
+    out, _ = run(tmp_path, handler, "optimizer.form_fix=rule")  # no first examples: the skill stays
     summary = read_json(out / "summary.json")
     assert summary["stopped"] == "no_new_evidence" and "nothing new" in summary["stop_reason"]
     assert [s["step"] for s in history(out)] == [1]
@@ -87,7 +87,7 @@ def test_a_target_that_samples_is_asked_afresh_in_each_epoch(tmp_path: Path) -> 
     def handler(request: Request):
         return analyst_repeats_the_skill(request) if is_optimizer(request) else text(target_answer(request))
 
-    out, requests = run(tmp_path, handler, "model.temperature=0.7")
+    out, requests = run(tmp_path, handler, "model.temperature=0.7", "optimizer.form_fix=rule")
     assert read_json(out / "summary.json")["stopped"] == "completed"
     assert [s["epoch"] for s in history(out)] == [1, 2, 3]
     train = out / "steps" / "0001" / "rollouts" / "train"

@@ -81,7 +81,8 @@ def train_refused(
     with ScriptedOpenAI(handler) as server:
         out = tmp_path / "run"
         cfg = write_config(tmp_path, server, epochs=1, batch_size=tasks, minibatch_size=tasks)
-        proc = skillgrad("train", "--config", str(cfg), "--out", str(out))
+        # form_fix=rule: a step left without edits stays so (no first examples)
+        proc = skillgrad("train", "--config", str(cfg), "--out", str(out), "--set", "optimizer.form_fix=rule")
     return proc, out, shown
 
 

@@ -366,7 +366,10 @@ def chat_target_config(
 def test_a_bound_that_fires_is_recorded_and_the_step_survives(tmp_path: Path) -> None:
     world = ChatTargetWorld(loop=True)
     with ScriptedOpenAI(world.target) as openai, FakeAnthropic(world.analyst) as anthropic:
-        args = chat_target_config(tmp_path, openai, anthropic, "optimizer.reflection_turns=2")
+        # form_fix=rule: a step without edits is skipped (no first examples)
+        args = chat_target_config(
+            tmp_path, openai, anthropic, "optimizer.reflection_turns=2", "optimizer.form_fix=rule"
+        )
         proc = skillgrad("train", *args, "--out", str(tmp_path / "run"))
     out = tmp_path / "run"
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -163,11 +163,11 @@ def first_examples(
     worked examples of the step's tasks up to the cap (`pick_examples`), which the gate judges like
     any edit. Never beside the analysts' rules: on housestyle and extractive QA examples do not
     help, and a candidate is kept or dropped whole. None otherwise."""
-    tasks = list(train) or [r.task for r in batch]
-    if max_examples <= 0 or skill_demos(skill):
-        return None
     failed = sum(1 for r in batch if not r.score.passed)
-    if not failed or form_rule([t.answers[0] for t in tasks if t.answers]) is not None:
+    if max_examples <= 0 or not failed or skill_demos(skill):
+        return None
+    tasks = list(train) or [r.task for r in batch]
+    if form_rule([t.answers[0] for t in tasks if t.answers]) is not None:
         return None
     ids = pick_examples(batch, max_examples, set(), (), train)
     why = (
@@ -195,8 +195,9 @@ class RuleAndExamples:
         if report is None or not report.is_problem():
             if not self.examples:
                 return None
-            first = first_examples(skill, batch, max_examples, train) if idle else None
-            return rebalance(skill, batch, max_examples) or first
+            if idle:  # rebalance needs examples held, first_examples none
+                return first_examples(skill, batch, max_examples, train)
+            return rebalance(skill, batch, max_examples)
         why = (
             f"form fix: {report.off_failed} of {report.total} answers of the step failed and were "
             f"not {report.expected_shape}"

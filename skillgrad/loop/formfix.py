@@ -161,8 +161,9 @@ def first_examples(
     example; yet three worked examples lift the 1.5B from 0.000 to 0.125 there, bench/headroom.py).
     With a skill holding no example, on a step that failed a task and selected no other edit:
     worked examples of the step's tasks up to the cap (`pick_examples`), which the gate judges like
-    any edit. Never beside the analysts' rules: on housestyle and extractive QA examples do not
-    help, and a candidate is kept or dropped whole. None otherwise."""
+    any edit. Never beside the analysts' rules: a candidate is kept or dropped whole, and on
+    extractive QA worked examples lowered token F1 (issue 36), so examples that do not help would
+    take the rules down with them. None otherwise."""
     failed = sum(1 for r in batch if not r.score.passed)
     if max_examples <= 0 or not failed or skill_demos(skill):
         return None

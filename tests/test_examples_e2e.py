@@ -73,22 +73,27 @@ def wrong_label(request: Request) -> str:
 SIZES = ["benchmark.train_size=6", "benchmark.val_size=6", "benchmark.test_size=4", "benchmark.seed=1"]
 
 
-def write_rows(tmp_path: Path) -> Path:
-    data = tmp_path / "dates.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
+def write_rows(tmp_path: Path, rows: list[dict[str, str]] = ROWS) -> Path:
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return data
 
 
-def train_tasks(tmp_path: Path) -> list[Task]:
-    """The train split `train` runs on (seed 1's: (D) (B) (D) (B) (B) (A))."""
-    config = load_config(None, ["benchmark.name=bbh", f"benchmark.data={write_rows(tmp_path)}", *SIZES])
+def train_tasks(tmp_path: Path, rows: list[dict[str, str]] = ROWS) -> list[Task]:
+    """The train split `train` runs on (seed 1's of ROWS: (D) (B) (D) (B) (B) (A))."""
+    config = load_config(None, ["benchmark.name=bbh", f"benchmark.data={write_rows(tmp_path, rows)}", *SIZES])
     return load_benchmark(config).load("train")
 
 
 def train(
-    tmp_path: Path, analyst, *overrides: str, estimate: bool = False, target=target_reply
+    tmp_path: Path,
+    analyst,
+    *overrides: str,
+    estimate: bool = False,
+    target=target_reply,
+    rows: list[dict[str, str]] = ROWS,
 ) -> tuple[Path, list[Request]]:
-    data = write_rows(tmp_path)
+    data = write_rows(tmp_path, rows)
 
     def handler(request: Request):
         if is_optimizer(request):

@@ -11,16 +11,13 @@ adds nothing beside it: examples never ride in the analysts' candidate."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from skillgrad.benchmarks.catalog import load_benchmark
-from skillgrad.config import load_config
 from skillgrad.demos import parse_demos
 from skillgrad.loop.shapes import form_rule
-from tests.fakes.openai_server import Request, ScriptedOpenAI, json_reply, text
-from tests.test_examples_e2e import examples_seen
-from tests.test_train_e2e import FAKE_KEY, is_optimizer, read_json, skillgrad
+from tests.fakes.openai_server import Request
+from tests.test_examples_e2e import examples_seen, train, train_tasks
+from tests.test_train_e2e import read_json
 
 PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
 STEM = "Complete the rest of the sequence, making sure that the parentheses are closed properly. Input:"
@@ -38,7 +35,6 @@ def items() -> list[dict[str, str]]:
 
 ROWS = items()
 EXPECTED = {r["input"]: r["target"] for r in ROWS}
-SIZES = ["benchmark.train_size=6", "benchmark.val_size=6", "benchmark.test_size=4", "benchmark.seed=1"]
 
 
 def target_reply(request: Request) -> str:
@@ -47,68 +43,39 @@ def target_reply(request: Request) -> str:
     return closing if examples_seen(request) >= 2 else f"The sequence closes with {closing[0]}"
 
 
-def train(tmp_path: Path, analyst) -> tuple[Path, Path]:
-    data = tmp_path / "dyck.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS), encoding="utf-8")
-
-    def handler(request: Request):
-        if is_optimizer(request):
-            return json_reply({"edits": analyst(request)})
-        return text(target_reply(request))
-
-    with ScriptedOpenAI(handler) as server:
-        out = tmp_path / "run"
-        sets = [
-            "benchmark.name=bbh",
-            f"benchmark.data={data}",
-            *SIZES,
-            "model.backend=openai_chat",
-            f"model.base_url={server.base_url}",
-            f"model.api_key={FAKE_KEY}",
-            "model.optimizer_model=fake-optimizer",
-            "model.target_model=fake-target",
-            "train.epochs=1",
-            "train.batch_size=6",
-            "train.minibatch_size=6",
-            f"cache.dir={tmp_path / 'cache'}",
-        ]
-        proc = skillgrad("train", "--out", str(out), *[a for s in sets for a in ("--set", s)])
-        assert proc.returncode == 0, proc.stderr
-    return out, data
-
-
-def train_ids(out: Path, data: Path) -> set[str]:
-    config = load_config(None, ["benchmark.name=bbh", f"benchmark.data={data}", *SIZES])
-    tasks = load_benchmark(config).load("train")
-    assert form_rule([t.answers[0] for t in tasks]) is None  # the case: no form a rule can state
-    return {t.id for t in tasks}
+def dyck_train(tmp_path: Path, edits: list[dict[str, str]]) -> tuple[Path, set[str]]:
+    """`skillgrad train` on ROWS whose analyst proposes `edits` every time; (the run folder, the
+    train split's ids), the split checked to be the case: no form a rule can state."""
+    tasks = train_tasks(tmp_path, ROWS)
+    assert form_rule([t.answers[0] for t in tasks]) is None
+    out, _ = train(tmp_path, lambda request: edits, target=target_reply, rows=ROWS)
+    return out, {t.id for t in tasks}
 
 
 def test_an_idle_step_gets_worked_examples_where_the_answers_share_no_form(tmp_path: Path) -> None:
     # the prompt's own example edit, copied (ruin_names seed 0's analyst, four times): dropped
     copied = [{"op": "add", "target": "end", "rationale": "as shown",
                "content": "Write chess moves in short algebraic notation, e.g. Nf3 or exd5."}]  # fmt: skip
-
-    out, data = train(tmp_path, lambda request: copied)
+    out, train_ids = dyck_train(tmp_path, copied)
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     fix = merged["form_fix"]
     assert [e["op"] for e in fix] == ["add_example"] * 4  # skill.max_examples
     assert all("the train answers share no form a rule can state" in e["rationale"] for e in fix)
     assert [e["op"] for e in merged["selected"]] == ["add_example"] * 4
+    assert merged["dropped_counts"]["copied from the prompt"] == 1
     assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is True
     summary = read_json(out / "summary.json")
     assert summary["baseline_val_score"] == 0.0 and summary["best_val_score"] == 1.0
     demos = parse_demos((out / "best_skill.md").read_text(encoding="utf-8"))
     by_id = {r["id"]: r for r in ROWS}
-    assert len(demos) == 4 and {d.task_id for d in demos} <= train_ids(out, data)
+    assert len(demos) == 4 and {d.task_id for d in demos} <= train_ids
     assert all(d.answer == by_id[d.task_id]["target"] for d in demos)
 
 
 def test_no_examples_ride_beside_a_rule_the_analyst_got_selected(tmp_path: Path) -> None:
     rule = [{"op": "add", "target": "end", "content": RULE, "rationale": "sequences left open"}]
-    out, data = train(tmp_path, lambda request: rule)
+    out, _ = dyck_train(tmp_path, rule)
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     assert merged["form_fix"] == [] and [e["op"] for e in merged["selected"]] == ["add"]
     assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is False  # the rule alone: 0/6
     assert parse_demos((out / "best_skill.md").read_text(encoding="utf-8")) == []
-    assert train_ids(out, data)

@@ -81,8 +81,7 @@ def test_a_reask_that_drops_everything_again_is_not_repeated(tmp_path: Path) -> 
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     assert merged["reasked"] == 1 and merged["selected"] == [] and merged["proposed"] == 4
     assert merged["dropped_counts"]["copies task text"] == 1
-    # The step's selection ran three times (before and after the re-ask, and with the form fix told
-    # the step is idle); its one copy is counted once.
+    # The step's selection ran twice (before and after the re-ask); its one copy is counted once.
     assert read_json(out / "summary.json")["task_text_copies"] == 1
     assert (out / "best_skill.md").read_text(encoding="utf-8") == SKILL
 

@@ -86,6 +86,15 @@ class Candidates:
         splits = self.splits or (lambda split: batch if split == "train" else [])
         return ExampleWriter(splits, rollouts, self.skill.example_chars)
 
+    def _train(self) -> Sequence[Task]:
+        return self.splits("train") if self.splits else ()
+
+    def idle_fix(self, state: TrainState, rollouts: Sequence[Rollout]) -> bool:
+        """Whether the form fix has edits for a step whose selection kept none (its first
+        examples): only then is the step selected again, with `select(..., idle=True)`."""
+        skill, cap = state.current_text, self.skill.max_examples
+        return self.form_fix.propose(skill, rollouts, cap, self._train(), idle=True) is not None
+
     def select(
         self,
         state: TrainState,
@@ -104,8 +113,9 @@ class Candidates:
         `rollouts`: the step's train rollouts (the form fix reads them; examples bootstrap from them);
         `idle`: a selection over the same patches selected nothing (the form fix's first examples).
         A step may select more than once (a re-ask): the caller counts the final selection's drops."""
-        train = self.splits("train") if self.splits else ()
-        fix = self.form_fix.propose(state.current_text, rollouts, self.skill.max_examples, train, idle)
+        fix = self.form_fix.propose(
+            state.current_text, rollouts, self.skill.max_examples, self._train(), idle
+        )
         own = {e.key() for e in fix.edits} if fix else set()
         patches = [*patches, *([fix] if fix else [])]
         patches = [replace(p, edits=[self.echo.own_rationale(e) for e in p.edits]) for p in patches]

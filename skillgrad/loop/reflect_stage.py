@@ -288,7 +288,8 @@ def propose_and_select(
     """The step's analysts asked and their edits selected (merged_patch.json). When every
     proposed edit was dropped, the analysts are asked once more (`optimizer.reask_dropped`,
     `Reflection.reask`) and selection runs over the proposals of both rounds. When still nothing
-    is selected, selection runs again with the form fix told the step is idle (`first_examples`)."""
+    is selected and the form fix has edits for an idle step (`first_examples`), selection runs
+    again with them."""
     step, epoch, batch = plan_step
     patches = reflection.reflect(step, epoch, state, train, lr)
     failed = [r.result.answer for r in train if not r.score.passed]
@@ -300,7 +301,7 @@ def propose_and_select(
             both = [*patches, *more]
             chosen, max_chars = candidates.select(state, step, batch, both, lr, failed, graded, train)
             patches = both
-    if not chosen.selected:  # nothing to validate: the form fix's first examples, where it has them
+    if not chosen.selected and candidates.idle_fix(state, train):  # the form fix's first examples
         chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded, train, True)
     state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)  # once per step, final selection
     return chosen, max_chars

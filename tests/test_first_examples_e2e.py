@@ -7,7 +7,8 @@ scripted target closes a sequence right only when its skill shows it two worked 
 an analyst whose only edit is dropped (a copy of the prompt's example edit) the step would select
 nothing; the form fix then adds worked examples of the step's tasks, the gate accepts them, and
 the best skill's examples name train tasks. With an analyst whose rule is selected, the form fix
-adds nothing beside it: examples never ride in the analysts' candidate."""
+adds nothing beside it: examples never ride in the analysts' candidate. Once the gate has rejected
+that rule, the next step's new rule is set aside and the worked examples go alone."""
 
 from __future__ import annotations
 
@@ -79,3 +80,28 @@ def test_no_examples_ride_beside_a_rule_the_analyst_got_selected(tmp_path: Path)
     assert merged["form_fix"] == [] and [e["op"] for e in merged["selected"]] == ["add"]
     assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is False  # the rule alone: 0/6
     assert parse_demos((out / "best_skill.md").read_text(encoding="utf-8")) == []
+
+
+def test_after_rules_the_gate_rejected_a_step_tries_worked_examples_alone(tmp_path: Path) -> None:
+    # dyck_languages seed 2: a rule rejected at step 1, new rules at step 2, no example ever tried
+    rules = [RULE, "Count the brackets that are still open before closing them."]
+    calls: list[str] = []
+
+    def analyst(request: Request) -> list[dict[str, str]]:
+        calls.append(rules[len(calls) % 2])
+        return [{"op": "add", "target": "end", "content": calls[-1], "rationale": "sequences left open"}]
+
+    tasks = train_tasks(tmp_path, ROWS)
+    out, _ = train(tmp_path, analyst, "train.epochs=2", target=target_reply, rows=ROWS)
+    first = read_json(out / "steps" / "0001" / "merged_patch.json")
+    assert first["form_fix"] == [] and [e["content"] for e in first["selected"]] == [RULE]
+    assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is False
+    second = read_json(out / "steps" / "0002" / "merged_patch.json")
+    assert [e["op"] for e in second["selected"]] == ["add_example"] * 4
+    assert second["dropped_counts"]["set aside for worked examples"] == 1
+    assert [d["content"] for d in second["dropped"]] == [rules[1]]
+    assert read_json(out / "steps" / "0002" / "gate.json")["accepted"] is True
+    best = (out / "best_skill.md").read_text(encoding="utf-8")
+    assert rules[1] not in best and RULE not in best
+    assert {d.task_id for d in parse_demos(best)} <= {t.id for t in tasks}
+    assert read_json(out / "summary.json")["best_val_score"] == 1.0

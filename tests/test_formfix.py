@@ -7,10 +7,11 @@ from skillgrad.benchmarks.bbh import score_target
 from skillgrad.benchmarks.scoring import score_numeric
 from skillgrad.demos import demo_from_task, with_demos
 from skillgrad.loop.example_edits import ExampleWriter
-from skillgrad.loop.formfix import FORM_FIX_MINIBATCH, FORM_FIXES, pick_examples
+from skillgrad.loop.formfix import FORM_FIX_MINIBATCH, FORM_FIXES, examples_untried, pick_examples
 from skillgrad.loop.patch_merge import MergedEdit
 from skillgrad.loop.selection import select_valid
 from skillgrad.package.doc import open_skill, skill_demos
+from skillgrad.skilldoc import END_ANCHOR, Edit
 from skillgrad.values import AgentResult, Rollout, Task
 
 RULE = "Reply with the label of the right option alone, in parentheses, for example (C); no other words."
@@ -203,3 +204,11 @@ def test_no_first_examples_where_the_train_answers_share_a_form_or_the_step_pass
         Rollout(t, AgentResult(answer=t.answers[0]), score_target(t.answers[0], t.answers[0])) for t in tasks
     ]
     assert FORM_FIXES["examples"].propose("", passed, 4, tasks, idle=True) is None  # nothing failed
+
+
+def test_examples_are_untried_once_the_gate_rejected_rules_and_never_an_example() -> None:
+    rule = Edit("add", END_ANCHOR, "Close the brackets that are still open.", "why")
+    example = Edit("add_example", "", "dyck-3", "why")
+    assert examples_untried([rule])
+    assert not examples_untried([])  # nothing rejected yet: the analysts' rules go first
+    assert not examples_untried([rule, example])  # examples were judged, and rejected

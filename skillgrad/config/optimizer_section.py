@@ -122,9 +122,10 @@ class OptimizerConfig(Section):
     than an even share), beside the analysts' edits and through the same selection and gate
     (loop/formfix.py); with the examples at the cap, a later step whose answers give one wrong
     label twice or more swaps one example of that label for one of the label shown least; where
-    the train answers share no form a rule can state, a step that selected no edit gives a skill
-    holding no example worked examples of its tasks; `rule`: the rule alone; `none`: only the
-    analysts propose."""
+    the train answers share no form a rule can state, a step that selected no edit, or whose
+    rules would follow rules the gate rejected while no example was ever judged, gives a skill
+    holding no example worked examples of its tasks, alone; `rule`: the rule alone; `none`: only
+    the analysts propose."""
     gate_min_gain: float = Field(1.0, ge=0.0)
     """`strict` gate: the smallest gain it keeps, in val items' worth (one item's mean going
     0 -> 1, i.e. 1 / items of the score, whatever `val_repeats` is); with 0/1 scores and one repeat

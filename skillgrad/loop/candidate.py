@@ -14,6 +14,7 @@ from skillgrad.loop.analyst_prompt import PROMPTS
 from skillgrad.loop.checks import CandidateChecks
 from skillgrad.loop.event_bus import Events
 from skillgrad.loop.example_edits import ExampleWriter
+from skillgrad.loop.formfix import examples_untried
 from skillgrad.loop.patch_merge import Patch
 from skillgrad.loop.promptcopy import PromptCopyGuard, template_texts
 from skillgrad.loop.selection import Selection, WriteExample, no_examples, select_valid
@@ -89,11 +90,17 @@ class Candidates:
     def _train(self) -> Sequence[Task]:
         return self.splits("train") if self.splits else ()
 
-    def idle_fix(self, state: TrainState, rollouts: Sequence[Rollout]) -> bool:
-        """Whether the form fix has edits for a step whose selection kept none (its first
-        examples): only then is the step selected again, with `select(..., idle=True)`."""
-        skill, cap = state.current_text, self.skill.max_examples
-        return self.form_fix.propose(skill, rollouts, cap, self._train(), idle=True) is not None
+    def idle_fix(self, state: TrainState, rollouts: Sequence[Rollout], selected: bool) -> bool:
+        """Whether the step is selected again with the form fix's first examples alone
+        (`select(..., idle=True)`): the form fix has edits for an idle step only, and the step's
+        selection kept no edit (`selected` False) or kept rules while the gate has rejected rules
+        against this skill and never an example (`examples_untried`)."""
+        skill, cap, train = state.current_text, self.skill.max_examples, self._train()
+        if self.form_fix.propose(skill, rollouts, cap, train) is not None:
+            return False  # its edits were in the selection already
+        if self.form_fix.propose(skill, rollouts, cap, train, idle=True) is None:
+            return False
+        return not selected or examples_untried(state.rejected_edits)
 
     def select(
         self,
@@ -111,7 +118,7 @@ class Candidates:
         An edit that restates one of the step's `failed_answers` counts as copied from the prompt;
         `graded` (task id -> answer, feedback) lets an edit restate what the grader says;
         `rollouts`: the step's train rollouts (the form fix reads them; examples bootstrap from them);
-        `idle`: a selection over the same patches selected nothing (the form fix's first examples).
+        `idle`: the form fix's first examples go alone, the analysts' edits set aside (`idle_fix`).
         A step may select more than once (a re-ask): the caller counts the final selection's drops."""
         fix = self.form_fix.propose(
             state.current_text, rollouts, self.skill.max_examples, self._train(), idle
@@ -135,6 +142,7 @@ class Candidates:
             copies_task=lambda edit: None if edit.key() in own else copies_task(edit),
             write_example=self.example_writer(batch, rollouts),
             max_examples=self.max_examples,
+            aside=lambda edit: idle and edit.key() not in own,
         )
         self.run.write_merged_patch(
             step,

@@ -13,7 +13,7 @@ the examples are written from train tasks by `ExampleWriter`.
 
 Where the train answers share no form, there is no rule to add and no form problem to find; a
 skill holding no example then gets worked examples of a step that failed a task and selected no
-other edit (`first_examples`).
+other edit, or whose rules would follow rules the gate rejected, alone (`first_examples`).
 
 At a later step, with the examples at their cap and the answers in the form, the target's wrong
 answers may still lean on one label, often the one the examples show most: `rebalance` swaps one
@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from skillgrad.demos import EXAMPLE_OPS
 from skillgrad.loop.patch_merge import Patch
 from skillgrad.loop.shapes import form_report, form_rule, named_answer
 from skillgrad.package.doc import skill_demos
@@ -53,8 +54,9 @@ class FormFix(Protocol):
     ) -> Patch | None:
         """The fix's edits for this step (None: the step shows no form problem and no example
         to swap, or nothing is left to add); `train`: every train task, for examples of labels
-        the step lacks; `idle`: no other edit of the step was selected (`first_examples`). Pure:
-        never raises for a step's content."""
+        the step lacks; `idle`: the step's rules are not worth a candidate (none was selected, or
+        the gate rejected rules and no example: `first_examples`). Pure: never raises for a
+        step's content."""
         ...
 
 
@@ -159,11 +161,13 @@ def first_examples(
     form problem is ever found, so nothing but an analyst that asks for them puts worked examples
     in the skill, and the 1.5B's analyst seldom does (dyck_languages: two rules a step, no
     example; yet three worked examples lift the 1.5B from 0.000 to 0.125 there, bench/headroom.py).
-    With a skill holding no example, on a step that failed a task and selected no other edit:
-    worked examples of the step's tasks up to the cap (`pick_examples`), which the gate judges like
-    any edit. Never beside the analysts' rules: a candidate is kept or dropped whole, and on
-    extractive QA worked examples lowered token F1 (issue 36), so examples that do not help would
-    take the rules down with them. None otherwise."""
+    With a skill holding no example, on a step that failed a task and selected no other edit, or
+    whose rules would follow rules the gate rejected against this skill while it never saw an
+    example (dyck_languages seed 2: one rule rejected at step 1, three new rules rejected at step
+    2, no example ever tried): worked examples of the step's tasks up to the cap
+    (`pick_examples`), which the gate judges like any edit. Alone, the analysts' edits set aside:
+    a candidate is kept or dropped whole, and on extractive QA worked examples lowered token F1
+    (issue 36), so examples that do not help would take the rules down with them. None otherwise."""
     failed = sum(1 for r in batch if not r.score.passed)
     if max_examples <= 0 or not failed or skill_demos(skill):
         return None
@@ -176,6 +180,12 @@ def first_examples(
         "form a rule can state, and the skill shows no worked example"
     )
     return Patch(FORM_FIX_MINIBATCH, [Edit("add_example", "", i, why) for i in ids], failed) if ids else None
+
+
+def examples_untried(rejected: Sequence[Edit]) -> bool:
+    """Whether the gate has rejected edits against this skill (`TrainState.rejected_edits`) and
+    none of them was a worked example: rules failed, examples were never judged."""
+    return bool(rejected) and not any(edit.op in EXAMPLE_OPS for edit in rejected)
 
 
 @dataclass(frozen=True)

@@ -288,8 +288,9 @@ def propose_and_select(
     """The step's analysts asked and their edits selected (merged_patch.json). When every
     proposed edit was dropped, the analysts are asked once more (`optimizer.reask_dropped`,
     `Reflection.reask`) and selection runs over the proposals of both rounds. When still nothing
-    is selected and the form fix has edits for an idle step (`first_examples`), selection runs
-    again with them."""
+    is selected, or only rules while the gate has rejected rules against this skill and never an
+    example, and the form fix has edits for an idle step (`first_examples`), selection runs again
+    with them alone."""
     step, epoch, batch = plan_step
     patches = reflection.reflect(step, epoch, state, train, lr)
     failed = [r.result.answer for r in train if not r.score.passed]
@@ -301,7 +302,7 @@ def propose_and_select(
             both = [*patches, *more]
             chosen, max_chars = candidates.select(state, step, batch, both, lr, failed, graded, train)
             patches = both
-    if not chosen.selected and candidates.idle_fix(state, train):  # the form fix's first examples
+    if candidates.idle_fix(state, train, bool(chosen.selected)):  # the form fix's first examples
         chosen, max_chars = candidates.select(state, step, batch, patches, lr, failed, graded, train, True)
     state.task_text_copies += chosen.counts().get(COPIES_TASK, 0)  # once per step, final selection
     return chosen, max_chars

@@ -69,7 +69,8 @@ CLIPPED = "over the learning rate"
 DROP_REASONS = (COPIED, REJECTED, INAPPLICABLE, CLIPPED)
 COPIES_TASK = "copies task text"  # counted only when it happens (optimizer.allow_task_text)
 NOT_TRAIN = "names no train task"  # an example edit's task: counted only when it happens
-COUNTED_WHEN_SEEN = (COPIES_TASK, NOT_TRAIN)
+ASIDE = "set aside for worked examples"  # the form fix's first examples go alone: when it happens
+COUNTED_WHEN_SEEN = (COPIES_TASK, NOT_TRAIN, ASIDE)
 WriteExample = Callable[[Edit], Edit | str]  # an example edit -> with its entry written, or why not
 
 
@@ -128,6 +129,7 @@ def select_valid(
     copies_task: Callable[[Edit], Copy | None] = lambda _edit: None,
     write_example: WriteExample = no_examples,
     max_examples: int = 0,
+    aside: Callable[[Edit], bool] = lambda _edit: False,
 ) -> Selection:
     """Selection after validity: walk the ranked edits, drop those copied from the prompt or
     from a task's text, those rejected earlier and those that do not apply to the
@@ -136,13 +138,15 @@ def select_valid(
     `write_example` from the train task it names (or dropped as naming none) instead of going
     through the copy guards: its entry is the task's text by design, and skillgrad's own. The
     learning rate bounds the rules a step changes; the examples have their own bound, the skill
-    holding at most `max_examples` (as DSPy keeps a program's instructions and its demos apart)."""
+    holding at most `max_examples` (as DSPy keeps a program's instructions and its demos apart).
+    An edit that would apply but is `aside` is dropped (the form fix's first examples go alone)."""
     rejected_keys = {rule_key(e) for e in rejected}
     doc, out = open_skill(skill, budget), Selection()
     for item in ranked:
         is_example = item.edit.op in EXAMPLE_OPS
         written = write_example(item.edit) if is_example else item.edit
         copy = None if is_example else copies_task(item.edit)
+        set_aside = aside(item.edit)  # as proposed: an example's entry is written below
         if isinstance(written, str):
             out.dropped.append(Dropped(item, NOT_TRAIN, written))
         elif not is_example and copied(item.edit):
@@ -159,7 +163,9 @@ def select_valid(
             held = len(skill_demos(new.text)) if is_example else 0
             if outcome.status == "applied" and held > max(max_examples, len(skill_demos(doc.text))):
                 outcome = EditOutcome(item.edit, "skipped", f"over skill.max_examples={max_examples}")
-            if outcome.status == "applied":
+            if outcome.status == "applied" and set_aside:
+                out.dropped.append(Dropped(item, ASIDE))
+            elif outcome.status == "applied":
                 doc = new
                 out.selected.append(item)
             else:

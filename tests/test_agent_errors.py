@@ -79,7 +79,8 @@ def config(server: ScriptedOpenAI, cache: Path) -> dict:
             "max_retries": 0,  # a 500 is the agent's failure at once: the trainer's retry is what is tested
         },
         "train": {"epochs": 1, "batch_size": 2, "minibatch_size": 2, "concurrency": 1},
-        "optimizer": {"learning_rate": 1, "min_learning_rate": 1},
+        # form_fix=rule: RULE_B follows RULE_A (the form fix's first examples would take its step)
+        "optimizer": {"learning_rate": 1, "min_learning_rate": 1, "form_fix": "rule"},
         "cache": {"dir": str(cache)},
     }
 

@@ -106,7 +106,9 @@ def write_run_config(folder: Path, server: ScriptedOpenAI) -> Path:
             "max_retries": 1,
         },
         "train": {"epochs": 1, "batch_size": 4, "minibatch_size": 4, "concurrency": 16},
-        "optimizer": {"learning_rate": 1, "min_learning_rate": 1},
+        # form_fix=rule: the analysts' rules alone (after BAD's rejection the form fix's first
+        # examples would take step 4: the items' answers share no form a rule can state)
+        "optimizer": {"learning_rate": 1, "min_learning_rate": 1, "form_fix": "rule"},
         "cache": {"dir": str(folder / "cache")},
     }
     path = folder / "config.yaml"

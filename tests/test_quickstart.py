@@ -23,6 +23,7 @@ import pytest
 
 from skillgrad.backends.local_models import default_model_path
 from skillgrad.benchmarks.housefacts import HOUSE
+from skillgrad.demos import parse_demos, without_section
 
 REPO = Path(__file__).resolve().parents[1]
 README_COMMAND = "skillgrad train --config configs/quickstart.yaml --out runs/quickstart"
@@ -107,11 +108,14 @@ def test_the_readme_first_command_learns_on_the_packaged_model(tmp_path: Path) -
     )
     _assert_progress(proc.stdout, summary)
 
-    # the trained skill carries house facts, not the answers to particular tasks
+    # the trained skill carries house facts; its rules no task's question, its worked examples
+    # (skillgrad's own, from train tasks) none but train's
     skill = (out / "best_skill.md").read_text(encoding="utf-8")
     assert any(fact.value.split(".")[0] in skill for fact in HOUSE.values()), skill
     questions = [json.loads(p.read_text())["question"] for p in out.glob("steps/*/rollouts/*/*/task.json")]
-    assert questions and not any(q in skill for q in questions)
+    assert questions and not any(q in without_section(skill) for q in questions)
+    train_ids = {p.parent.name for p in out.glob("steps/*/rollouts/*/*/task.json")}
+    assert {demo.task_id for demo in parse_demos(skill)} <= train_ids
 
     estimate = _skillgrad(tmp_path, *args, "--estimate", "--json", home=home)
     assert estimate.returncode == 0, estimate.stderr

@@ -12,6 +12,7 @@ that rule, the next step's new rule is set aside and the worked examples go alon
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from skillgrad.demos import parse_demos
@@ -44,12 +45,14 @@ def target_reply(request: Request) -> str:
     return closing if examples_seen(request) >= 2 else f"The sequence closes with {closing[0]}"
 
 
-def dyck_train(tmp_path: Path, edits: list[dict[str, str]]) -> tuple[Path, set[str]]:
-    """`skillgrad train` on ROWS whose analyst proposes `edits` every time; (the run folder, the
-    train split's ids), the split checked to be the case: no form a rule can state."""
+def dyck_train(
+    tmp_path: Path, analyst: Callable[[Request], list[dict[str, str]]], *overrides: str
+) -> tuple[Path, set[str]]:
+    """`skillgrad train` on ROWS with `analyst`'s edits; (the run folder, the train split's ids),
+    the split checked to be the case: no form a rule can state."""
     tasks = train_tasks(tmp_path, ROWS)
     assert form_rule([t.answers[0] for t in tasks]) is None
-    out, _ = train(tmp_path, lambda request: edits, target=target_reply, rows=ROWS)
+    out, _ = train(tmp_path, analyst, *overrides, target=target_reply, rows=ROWS)
     return out, {t.id for t in tasks}
 
 
@@ -57,7 +60,7 @@ def test_an_idle_step_gets_worked_examples_where_the_answers_share_no_form(tmp_p
     # the prompt's own example edit, copied (ruin_names seed 0's analyst, four times): dropped
     copied = [{"op": "add", "target": "end", "rationale": "as shown",
                "content": "Write chess moves in short algebraic notation, e.g. Nf3 or exd5."}]  # fmt: skip
-    out, train_ids = dyck_train(tmp_path, copied)
+    out, train_ids = dyck_train(tmp_path, lambda request: copied)
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     fix = merged["form_fix"]
     assert [e["op"] for e in fix] == ["add_example"] * 4  # skill.max_examples
@@ -75,7 +78,7 @@ def test_an_idle_step_gets_worked_examples_where_the_answers_share_no_form(tmp_p
 
 def test_no_examples_ride_beside_a_rule_the_analyst_got_selected(tmp_path: Path) -> None:
     rule = [{"op": "add", "target": "end", "content": RULE, "rationale": "sequences left open"}]
-    out, _ = dyck_train(tmp_path, rule)
+    out, _ = dyck_train(tmp_path, lambda request: rule)
     merged = read_json(out / "steps" / "0001" / "merged_patch.json")
     assert merged["form_fix"] == [] and [e["op"] for e in merged["selected"]] == ["add"]
     assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is False  # the rule alone: 0/6
@@ -91,8 +94,7 @@ def test_after_rules_the_gate_rejected_a_step_tries_worked_examples_alone(tmp_pa
         calls.append(rules[len(calls) % 2])
         return [{"op": "add", "target": "end", "content": calls[-1], "rationale": "sequences left open"}]
 
-    tasks = train_tasks(tmp_path, ROWS)
-    out, _ = train(tmp_path, analyst, "train.epochs=2", target=target_reply, rows=ROWS)
+    out, train_ids = dyck_train(tmp_path, analyst, "train.epochs=2")
     first = read_json(out / "steps" / "0001" / "merged_patch.json")
     assert first["form_fix"] == [] and [e["content"] for e in first["selected"]] == [RULE]
     assert read_json(out / "steps" / "0001" / "gate.json")["accepted"] is False
@@ -103,5 +105,5 @@ def test_after_rules_the_gate_rejected_a_step_tries_worked_examples_alone(tmp_pa
     assert read_json(out / "steps" / "0002" / "gate.json")["accepted"] is True
     best = (out / "best_skill.md").read_text(encoding="utf-8")
     assert rules[1] not in best and RULE not in best
-    assert {d.task_id for d in parse_demos(best)} <= {t.id for t in tasks}
+    assert {d.task_id for d in parse_demos(best)} <= train_ids
     assert read_json(out / "summary.json")["best_val_score"] == 1.0

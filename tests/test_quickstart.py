@@ -112,9 +112,10 @@ def test_the_readme_first_command_learns_on_the_packaged_model(tmp_path: Path) -
     # (skillgrad's own, from train tasks) none but train's
     skill = (out / "best_skill.md").read_text(encoding="utf-8")
     assert any(fact.value.split(".")[0] in skill for fact in HOUSE.values()), skill
-    questions = [json.loads(p.read_text())["question"] for p in out.glob("steps/*/rollouts/*/*/task.json")]
+    rolled = list(out.glob("steps/*/rollouts/*/*/task.json"))  # train tasks, one folder each
+    questions = [json.loads(p.read_text())["question"] for p in rolled]
     assert questions and not any(q in without_section(skill) for q in questions)
-    train_ids = {p.parent.name for p in out.glob("steps/*/rollouts/*/*/task.json")}
+    train_ids = {p.parent.name for p in rolled}
     assert {demo.task_id for demo in parse_demos(skill)} <= train_ids
 
     estimate = _skillgrad(tmp_path, *args, "--estimate", "--json", home=home)

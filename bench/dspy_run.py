@@ -68,7 +68,7 @@ def prompt_of(predictor: Any, fields: list[str]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -77,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--set", action="append", default=[])
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
     cfg = load_config(args.config, args.set)
     bench = load_benchmark(cfg)
     train, val = bench.load("train"), bench.load("val")
@@ -120,17 +124,22 @@ def main(argv: list[str] | None = None) -> int:
     best = optimizer.compile(
         student, trainset=[example(t) for t in train], valset=[example(t) for t in val], restrict=seeds
     )
-    wall = time.perf_counter() - start
+    summary = _write_results(args.out, student, best, fields, time.perf_counter() - start)
+    print(json.dumps(summary))
+    return 0
+
+
+def _write_results(out: Path, student: Any, best: Any, fields: list[str], wall: float) -> dict[str, Any]:
+    """Writes program.json (the initial and compiled prompts) and dspy.json (the summary the
+    bench reads) under `out`."""
     candidates = [
         {"seed": c["seed"], "val": sum(c["subscores"]) / max(1, len(c["subscores"]))}
         for c in sorted(best.candidate_programs, key=lambda c: c["seed"])
     ]
-    args.out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     initial, compiled = prompt_of(student.predictors()[0], fields), prompt_of(best.predictors()[0], fields)
     program = {"initial": initial, "best": compiled}
-    (args.out / "program.json").write_text(
-        json.dumps(program, indent=2, ensure_ascii=False), encoding="utf-8"
-    )
+    (out / "program.json").write_text(json.dumps(program, indent=2, ensure_ascii=False), encoding="utf-8")
     summary = {
         "baseline_val_score": candidates[0]["val"],
         "best_val_score": max(c["val"] for c in candidates),
@@ -140,9 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": round(wall, 1),
         "dspy_version": version("dspy"),
     }
-    (args.out / "dspy.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    print(json.dumps(summary))
-    return 0
+    (out / "dspy.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
 
 
 if __name__ == "__main__":

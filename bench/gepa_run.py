@@ -46,7 +46,7 @@ class Counted:
             setattr(self, role, getattr(self, role) + 1)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -56,7 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minibatch", type=int, default=3, help="GEPA's reflection_minibatch_size")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--set", action="append", default=[])
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
     cfg = load_config(args.config, args.set)
     benchmark = load_benchmark(cfg)
     backends = Backends(cfg)
@@ -101,9 +105,14 @@ def main(argv: list[str] | None = None) -> int:
         run_dir=str(args.out / "gepa_state"),
         display_progress_bar=False,
     )
-    wall = time.perf_counter() - start
-    best = result.best_candidate["skill"]
-    (args.out / "best_skill.md").write_text(best, encoding="utf-8")
+    summary = _write_results(args.out, result, counts, time.perf_counter() - start)
+    print(json.dumps(summary))
+    return 0
+
+
+def _write_results(out: Path, result: Any, counts: Counted, wall: float) -> dict[str, Any]:
+    """Writes the best skill and gepa.json (the summary the bench reads) under `out`."""
+    (out / "best_skill.md").write_text(result.best_candidate["skill"], encoding="utf-8")
     scores = list(result.val_aggregate_scores)
     summary = {
         "baseline_val_score": scores[0],
@@ -114,9 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": round(wall, 1),
         "gepa_version": version("gepa"),
     }
-    (args.out / "gepa.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    print(json.dumps(summary))
-    return 0
+    (out / "gepa.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return summary
 
 
 if __name__ == "__main__":

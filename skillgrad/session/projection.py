@@ -256,31 +256,20 @@ def estimate(
     sample = splits.get("train", [])[: min(train.minibatch_size, train.batch_size)]
     trace_chars, reflect_in, reflect_out = _analyst_tokens(cfg, skill, sample, a, half_grown)
     reflect_turns, reflect_in, reflect_out = _reading(cfg, a, reflect_in, reflect_out)
-    reflect_calls = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
-    reflect_calls *= opt.proposals_per_minibatch
-    merges, merge_calls = frontier_steps(cfg, steps, a)  # merge steps: no batch, no reflection
+    calls = _call_counts(cfg, a, batches, n_train, n_val)
     frontier = opt.search == "frontier"
-    if merges:
-        reflect_calls -= round(merges * reflect_calls / steps)
-
-    val_share = _validated_share(cfg, a)
-    val_calls = round(steps * n_val * opt.val_repeats * val_share)
-    # with train.overlap, the next batch is rolled out beside a validation and redone if it fails
-    redone = round((1 - a.accepted_share) * max(0, steps - 1) * train.batch_size) if train.overlap else 0
-    redone = 0 if frontier else redone  # the frontier draws a parent after the gate: nothing runs ahead
     tested = 2 if steps and a.accepted_share > 0 else 1
     tested += a.frontier_reported if frontier and steps else 0
-    rollouts = train.epochs * n_train - (round(merges * train.epochs * n_train / steps) if merges else 0)
     stages = {
         "baseline": _stage(n_val * opt.val_repeats, rollout_in, rollout_out),
-        "rollout": _stage(rollouts + redone, rollout_in, rollout_out),
-        "validate": _stage(val_calls, rollout_in, rollout_out),
+        "rollout": _stage(calls.rollouts + calls.redone, rollout_in, rollout_out),
+        "validate": _stage(calls.validate, rollout_in, rollout_out),
         "test": _stage(tested * n_test * test_repeats, rollout_in, rollout_out),
-        "reflect": _stage(reflect_calls, reflect_in, reflect_out),
+        "reflect": _stage(calls.reflect, reflect_in, reflect_out),
     }
     if frontier:
-        stages["merge"] = _stage(merge_calls, *_merge_tokens(cfg, a))
-    stages["reflect"]["model_turns"] = reflect_calls * reflect_turns
+        stages["merge"] = _stage(calls.merge, *_merge_tokens(cfg, a))
+    stages["reflect"]["model_turns"] = calls.reflect * reflect_turns
     _retried(cfg, stages, a)
     roles, total = _totals(stages)
     measured = {
@@ -294,9 +283,9 @@ def estimate(
         "agent_turns": turns,
         "answer_tokens": answer,
         "skill_growth_chars": growth,
-        "validated_share": round(val_share, 3),
-        "rollouts_redone": redone,
-        **({"merge_steps": merges} if frontier else {}),
+        "validated_share": round(calls.val_share, 3),
+        "rollouts_redone": calls.redone,
+        **({"merge_steps": calls.merges} if frontier else {}),
         "reflection": reflection_mode(cfg),
         "analyst_turns": reflect_turns,
         "not_counted": "call-cache hits, steps with no edit to validate, a judge's calls",
@@ -311,6 +300,44 @@ def estimate(
         "assumptions": assumed,
         "budget_check": _budget_verdict(cfg.budget, total),
     }
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """The calls a run's steps make, by what makes them."""
+
+    reflect: int  # analyst calls
+    merges: int  # frontier merge steps (no batch, no reflection)
+    merge: int  # the merges' optimizer calls
+    val_share: float  # the share of steps that reach validation
+    validate: int
+    redone: int  # rollouts redone when train.overlap rolled a batch out beside a rejected candidate
+    rollouts: int
+
+
+def _call_counts(cfg: Config, a: Assumptions, batches: list[int], n_train: int, n_val: int) -> _Calls:
+    train, opt = cfg.train, cfg.optimizer
+    steps = train.epochs * len(batches)
+    reflect = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
+    reflect *= opt.proposals_per_minibatch
+    merges, merge_calls = frontier_steps(cfg, steps, a)
+    if merges:
+        reflect -= round(merges * reflect / steps)
+    val_share = _validated_share(cfg, a)
+    # with train.overlap, the next batch is rolled out beside a validation and redone if it fails;
+    # the frontier draws a parent after the gate, so nothing runs ahead
+    overlapped = train.overlap and opt.search != "frontier"
+    redone = round((1 - a.accepted_share) * max(0, steps - 1) * train.batch_size) if overlapped else 0
+    merged_rollouts = round(merges * train.epochs * n_train / steps) if merges else 0
+    return _Calls(
+        reflect=reflect,
+        merges=merges,
+        merge=merge_calls,
+        val_share=val_share,
+        validate=round(steps * n_val * opt.val_repeats * val_share),
+        redone=redone,
+        rollouts=train.epochs * n_train - merged_rollouts,
+    )
 
 
 def _budget_verdict(budget: BudgetConfig, total: dict[str, int]) -> list[str]:

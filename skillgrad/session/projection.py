@@ -256,7 +256,7 @@ def estimate(
     sample = splits.get("train", [])[: min(train.minibatch_size, train.batch_size)]
     trace_chars, reflect_in, reflect_out = _analyst_tokens(cfg, skill, sample, a, half_grown)
     reflect_turns, reflect_in, reflect_out = _reading(cfg, a, reflect_in, reflect_out)
-    calls = _call_counts(cfg, a, batches, n_train, n_val)
+    calls = _call_counts(cfg, a, batches, steps, n_train, n_val)
     frontier = opt.search == "frontier"
     tested = 2 if steps and a.accepted_share > 0 else 1
     tested += a.frontier_reported if frontier and steps else 0
@@ -268,7 +268,7 @@ def estimate(
         "reflect": _stage(calls.reflect, reflect_in, reflect_out),
     }
     if frontier:
-        stages["merge"] = _stage(calls.merge, *_merge_tokens(cfg, a))
+        stages["merge"] = _stage(calls.merge_calls, *_merge_tokens(cfg, a))
     stages["reflect"]["model_turns"] = calls.reflect * reflect_turns
     _retried(cfg, stages, a)
     roles, total = _totals(stages)
@@ -308,16 +308,17 @@ class _Calls:
 
     reflect: int  # analyst calls
     merges: int  # frontier merge steps (no batch, no reflection)
-    merge: int  # the merges' optimizer calls
+    merge_calls: int  # the merge steps' optimizer calls
     val_share: float  # the share of steps that reach validation
     validate: int
     redone: int  # rollouts redone when train.overlap rolled a batch out beside a rejected candidate
     rollouts: int
 
 
-def _call_counts(cfg: Config, a: Assumptions, batches: list[int], n_train: int, n_val: int) -> _Calls:
+def _call_counts(
+    cfg: Config, a: Assumptions, batches: list[int], steps: int, n_train: int, n_val: int
+) -> _Calls:
     train, opt = cfg.train, cfg.optimizer
-    steps = train.epochs * len(batches)
     reflect = train.epochs * sum(math.ceil(b / train.minibatch_size) for b in batches)
     reflect *= opt.proposals_per_minibatch
     merges, merge_calls = frontier_steps(cfg, steps, a)
@@ -332,7 +333,7 @@ def _call_counts(cfg: Config, a: Assumptions, batches: list[int], n_train: int, 
     return _Calls(
         reflect=reflect,
         merges=merges,
-        merge=merge_calls,
+        merge_calls=merge_calls,
         val_share=val_share,
         validate=round(steps * n_val * opt.val_repeats * val_share),
         redone=redone,
